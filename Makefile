@@ -1,0 +1,64 @@
+# SessionHub — `make help` lists the targets.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.DEFAULT_GOAL := help
+
+.PHONY: help
+help: ## List the targets
+	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(BIN)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $@
+
+.PHONY: install
+install: $(BIN)/.installed ## Create the virtualenv and install SessionHub with its dev tools
+
+.env:
+	@echo "Writing .env for local development (DEBUG on, a generated SECRET_KEY)"
+	@printf 'DEBUG=1\nSECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
+
+.PHONY: run
+run: install .env ## Run SessionHub embedded (SQLite, tasks in-process) on http://127.0.0.1:8000
+	$(BIN)/python manage.py migrate --noinput
+	@$(BIN)/python manage.py bootstrap
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+.PHONY: test
+test: install ## Run the whole test suite (PostgreSQL and Redis when they answer)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+.PHONY: lint
+lint: install ## ruff check and format check, Django checks, migrations up to date
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py check
+	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py makemigrations --check --dry-run
+
+.PHONY: format
+format: install ## Format the code with ruff
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+.PHONY: worker
+worker: install ## A Celery worker (needs REDIS_URL)
+	$(BIN)/celery -A sessionhub worker --loglevel=INFO
+
+.PHONY: beat
+beat: install ## Celery beat: crash sweep, outbox sweep, retention (needs REDIS_URL)
+	$(BIN)/celery -A sessionhub beat --loglevel=INFO
+
+.PHONY: clean
+clean: ## Remove the virtualenv, caches and the local SQLite database
+	rm -rf $(VENV) .pytest_cache .ruff_cache sessionhub.sqlite3* staticfiles
+
+.PHONY: superuser
+superuser: install .env ## Create a Django admin user for the dashboard and admin
+	$(BIN)/python manage.py createsuperuser

@@ -1,0 +1,208 @@
+"""What every adapter produces: a validated, canonical event ready to be stored."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils.dateparse import parse_datetime
+
+from lifecycle.models import EndReason
+
+EVENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=\-]{0,199}$")
+MAX_ID_LENGTH = 200
+MAX_STORED_STRING = 8192
+
+
+class EventInvalid(Exception):
+    """One event that cannot be accepted: which field, and why."""
+
+    def __init__(self, field: str, reason: str, code: str = "invalid") -> None:
+        super().__init__(f"{field}: {reason}")
+        self.field = field
+        self.reason = reason
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class NormalizedEvent:
+    """A gateway event mapped onto SessionHub's canonical shape."""
+
+    event_id: str
+    kind: str
+    source: str
+    occurred_at: datetime
+    agent_external_id: str = ""
+    agent_name: str = ""
+    session_external_id: str = ""
+    session_key: str = ""
+    hook: str = ""
+    phase: str = ""
+    channel: str = ""
+    cwd: str = ""
+    project: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, Any] = field(default_factory=dict)
+
+
+# --- small validators shared by the adapters --------------------------------------------
+
+
+def require_dict(value: Any, name: str, *, optional: bool = False) -> dict[str, Any]:
+    if value is None and optional:
+        return {}
+    if not isinstance(value, dict):
+        raise EventInvalid(name, "must be a JSON object", "wrong_type")
+    return value
+
+
+def opt_str(container: dict[str, Any], key: str, name: str, *, max_length: int = 1000) -> str:
+    """An optional string field; '' when absent or null."""
+    value = container.get(key)
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise EventInvalid(name, "must be a string", "wrong_type")
+    if len(value) > max_length:
+        raise EventInvalid(name, f"must be at most {max_length} characters", "too_long")
+    return value
+
+
+def identifier(value: Any, name: str, *, required: bool = True) -> str:
+    """A session/agent/event identifier: printable, no whitespace, at most 200 chars."""
+    if value is None or value == "":
+        if required:
+            raise EventInvalid(name, "is required", "required")
+        return ""
+    if not isinstance(value, str):
+        raise EventInvalid(name, "must be a string", "wrong_type")
+    if len(value) > MAX_ID_LENGTH:
+        raise EventInvalid(name, f"must be at most {MAX_ID_LENGTH} characters", "too_long")
+    if not value.isprintable() or any(ch.isspace() for ch in value):
+        raise EventInvalid(name, "must be printable with no whitespace", "invalid_id")
+    return value
+
+
+def event_identifier(value: Any, name: str = "event_id") -> str:
+    ident = identifier(value, name)
+    if not EVENT_ID_RE.match(ident):
+        raise EventInvalid(name, "must be 1-200 of A-Z a-z 0-9 . _ : @ / + = -", "invalid_id")
+    return ident
+
+
+def opt_count(value: Any, name: str) -> int | None:
+    """A non-negative count that fits a 32-bit column."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise EventInvalid(name, "must be an integer", "wrong_type")
+    if not 0 <= value < 2**31:
+        raise EventInvalid(name, "out of range", "out_of_range")
+    return value
+
+
+def check_time(moment: datetime, name: str, now: datetime) -> datetime:
+    """Refuse timestamps implausibly far in the past or future."""
+    limits = settings.SESSIONHUB
+    if moment > now + limits["MAX_CLOCK_SKEW"]:
+        raise EventInvalid(name, "is too far in the future", "time_out_of_range")
+    if moment < now - limits["MAX_EVENT_AGE"]:
+        raise EventInvalid(name, "is too far in the past", "time_out_of_range")
+    return moment
+
+
+def parse_iso_time(value: Any, name: str, now: datetime) -> datetime:
+    if not isinstance(value, str):
+        raise EventInvalid(name, "must be an ISO-8601 string", "wrong_type")
+    try:
+        moment = parse_datetime(value)
+    except ValueError:
+        moment = None
+    if moment is None:
+        raise EventInvalid(name, "must be an ISO-8601 date-time", "invalid_time")
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return check_time(moment, name, now)
+
+
+def parse_epoch_ms(value: Any, name: str, now: datetime) -> datetime:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise EventInvalid(name, "must be epoch milliseconds", "wrong_type")
+    try:
+        moment = datetime.fromtimestamp(value / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError) as exc:
+        raise EventInvalid(name, "is out of range", "time_out_of_range") from exc
+    return check_time(moment, name, now)
+
+
+def derive_event_id(source: str, body: Any) -> str:
+    """A stable id for a payload that came without one, so a retried delivery matches."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    digest = hashlib.sha256(f"{source}\n{canonical}".encode()).hexdigest()
+    return f"sha256:{digest[:40]}"
+
+
+def trim_strings(value: Any, limit: int = MAX_STORED_STRING) -> Any:
+    """Cap every string of a payload: the log keeps what happened, not whole files."""
+    if isinstance(value, str):
+        if len(value) > limit:
+            return value[:limit] + f"… [{len(value) - limit} more characters]"
+        return value
+    if isinstance(value, dict):
+        return {k: trim_strings(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [trim_strings(v, limit) for v in value]
+    return value
+
+
+_END_REASON_ALIASES = {
+    "idle": EndReason.IDLE_TIMEOUT,
+    "daily": EndReason.DAILY_RESET,
+    "command": EndReason.USER_COMMAND,
+    "user": EndReason.USER_COMMAND,
+    "crash": EndReason.CRASHED,
+}
+
+
+def end_reason(raw: str) -> str:
+    """Map a gateway's end reason onto the one enum (raw words kept beside it)."""
+    word = (raw or "").strip().lower()
+    if not word:
+        return EndReason.UNKNOWN
+    if word in EndReason.values:
+        return word
+    return _END_REASON_ALIASES.get(word, EndReason.UNKNOWN)
+
+
+_GIT_SCP = re.compile(r"^(?:[\w.\-]+@)?([\w.\-]+):(?!//)(.+)$")
+
+
+def normalize_git_remote(remote: str) -> str:
+    """``git@github.com:acme/api.git`` or ``https://github.com/acme/api`` → ``github.com/acme/api``.
+
+    Credentials in the URL never survive.
+    """
+    remote = remote.strip()
+    if not remote:
+        return ""
+    if "://" in remote:
+        rest = remote.split("://", 1)[1]
+        rest = rest.rsplit("@", 1)[-1] if "@" in rest.split("/", 1)[0] else rest
+        host, _, path = rest.partition("/")
+        host = (
+            host.split(":", 1)[0] if host.count(":") == 1 and host.split(":")[1].isdigit() else host
+        )
+    else:
+        match = _GIT_SCP.match(remote)
+        if not match:
+            return remote
+        host, path = match.group(1), match.group(2)
+    path = path.strip("/")
+    if path.endswith(".git"):
+        path = path[:-4]
+    return f"{host.lower()}/{path}" if path else host.lower()

@@ -1,0 +1,136 @@
+"""The generic API: events already in SessionHub's canonical shape.
+
+``{"event_id", "kind", "occurred_at", "agent_id", "session_id", ...}``; see the OpenAPI
+schema for every field. Any gateway without its own adapter posts these.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from lifecycle.models import EventKind, Source
+from memory.tails import reasoning_from_text
+
+from .base import (
+    EventInvalid,
+    NormalizedEvent,
+    end_reason,
+    event_identifier,
+    identifier,
+    normalize_git_remote,
+    opt_count,
+    opt_str,
+    parse_iso_time,
+    require_dict,
+    trim_strings,
+)
+
+KNOWN_FIELDS = {
+    "event_id",
+    "kind",
+    "occurred_at",
+    "source",
+    "agent_id",
+    "agent_name",
+    "session_id",
+    "session_key",
+    "channel",
+    "cwd",
+    "project",
+    "git_remote",
+    "model",
+    "reason",
+    "previous_session_id",
+    "next_session_id",
+    "text",
+    "final_message",
+    "reasoning",
+    "tool_name",
+    "phase",
+    "message_count",
+    "token_count",
+    "payload",
+}
+_SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW}
+
+
+def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
+    """Validate one canonical event."""
+    body = require_dict(body, "$")
+    unknown = sorted(set(body) - KNOWN_FIELDS)
+    if unknown:
+        raise EventInvalid(unknown[0], "is not a known field", "unknown_field")
+    event_id = event_identifier(body.get("event_id"))
+    kind = opt_str(body, "kind", "kind", max_length=40)
+    if kind not in EventKind.values:
+        raise EventInvalid(
+            "kind", f"must be one of {', '.join(EventKind.values)}", "invalid_choice"
+        )
+    source = opt_str(body, "source", "source", max_length=20) or Source.GENERIC
+    if source not in _SOURCES:
+        raise EventInvalid("source", "must be generic, claude-code or openclaw", "invalid_choice")
+    occurred_at = (
+        parse_iso_time(body["occurred_at"], "occurred_at", now)
+        if body.get("occurred_at") is not None
+        else now
+    )
+    agent_id = identifier(body.get("agent_id"), "agent_id")
+    session_id = identifier(body.get("session_id"), "session_id")
+    phase = opt_str(body, "phase", "phase", max_length=8)
+    if phase not in ("", "pre", "post", "final"):
+        raise EventInvalid("phase", "must be pre, post or final", "invalid_choice")
+    payload = require_dict(body.get("payload"), "payload", optional=True)
+    project = normalize_git_remote(opt_str(body, "git_remote", "git_remote")) or opt_str(
+        body, "project", "project", max_length=500
+    )
+    cwd = opt_str(body, "cwd", "cwd")
+
+    facts: dict[str, Any] = {}
+    reason = opt_str(body, "reason", "reason", max_length=100)
+    if kind == EventKind.SESSION_END:
+        facts["reason"] = end_reason(reason)
+        facts["reason_detail"] = reason
+    elif kind == EventKind.SESSION_SUSPEND:
+        facts["reason"] = reason or "suspend"
+    for key in ("previous_session_id", "next_session_id"):
+        value = identifier(body.get(key), key, required=False)
+        if value:
+            facts["resumed_from" if key == "previous_session_id" else key] = value
+    for key in ("message_count", "token_count"):
+        value = opt_count(body.get(key), key)
+        if value is not None:
+            facts[key] = value
+    text = opt_str(body, "text", "text", max_length=10**6)
+    if text:
+        facts["text"] = text
+    tool_name = opt_str(body, "tool_name", "tool_name", max_length=200)
+    if tool_name:
+        facts["tool_name"] = tool_name
+    model = opt_str(body, "model", "model", max_length=200)
+    if model:
+        facts["model"] = model
+    if kind == EventKind.TURN_END:
+        tagged, visible = reasoning_from_text(
+            opt_str(body, "final_message", "final_message", max_length=10**6)
+        )
+        facts["final_message"] = visible
+        facts["reasoning"] = opt_str(body, "reasoning", "reasoning", max_length=10**6) or tagged
+
+    return NormalizedEvent(
+        event_id=event_id,
+        kind=kind,
+        source=source,
+        occurred_at=occurred_at,
+        agent_external_id=agent_id,
+        agent_name=opt_str(body, "agent_name", "agent_name", max_length=300) or agent_id,
+        session_external_id=session_id,
+        session_key=opt_str(body, "session_key", "session_key", max_length=300),
+        hook="",
+        phase=phase,
+        channel=opt_str(body, "channel", "channel", max_length=100),
+        cwd=cwd,
+        project=project or cwd,
+        facts=trim_strings(facts),
+        payload=trim_strings(payload),
+    )

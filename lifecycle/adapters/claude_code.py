@@ -1,0 +1,129 @@
+"""Claude Code: the JSON a hook receives on stdin, as posted by the hook client or by an
+``"type": "http"`` hook, mapped onto canonical events.
+
+Claude Code names no agent: the agent is the token's gateway plus the project, and the
+project is the git remote when the client sends one, else the full working directory.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from lifecycle.models import EventKind, Source
+from memory.tails import reasoning_from_text
+
+from .base import (
+    EventInvalid,
+    NormalizedEvent,
+    derive_event_id,
+    end_reason,
+    event_identifier,
+    identifier,
+    normalize_git_remote,
+    opt_str,
+    parse_iso_time,
+    require_dict,
+    trim_strings,
+)
+
+_START_SOURCES = {"startup", "clear", "fork"}
+
+
+def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
+    """(canonical kind, phase) for a hook name."""
+    if hook == "SessionStart":
+        source = body.get("source")
+        if source == "resume":
+            return EventKind.SESSION_RESUME, ""
+        if source == "compact":
+            return EventKind.COMPACTION_AFTER, ""
+        return EventKind.SESSION_START, ""
+    simple = {
+        "SessionEnd": (EventKind.SESSION_END, ""),
+        "PreCompact": (EventKind.COMPACTION_BEFORE, ""),
+        "PostCompact": (EventKind.COMPACTION_AFTER, ""),
+        "UserPromptSubmit": (EventKind.PROMPT, ""),
+        "PreToolUse": (EventKind.TOOL_USE, "pre"),
+        "PostToolUse": (EventKind.TOOL_USE, "post"),
+        "PostToolUseFailure": (EventKind.TOOL_USE, "post"),
+        "Stop": (EventKind.TURN_END, ""),
+        "SubagentStop": (EventKind.TURN_END, ""),
+        "Notification": (EventKind.NOTIFICATION, ""),
+    }
+    return simple.get(hook, (EventKind.OTHER, ""))
+
+
+def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
+    """Validate and map one Claude Code hook body."""
+    body = require_dict(body, "$")
+    hook = opt_str(body, "hook_event_name", "hook_event_name", max_length=100)
+    if not hook:
+        raise EventInvalid("hook_event_name", "is required", "required")
+    session_id = identifier(body.get("session_id"), "session_id")
+    extra = require_dict(body.get("sessionhub"), "sessionhub", optional=True)
+
+    raw_id = extra.get("event_id")
+    raw = {k: v for k, v in body.items() if k != "sessionhub"}
+    event_id = (
+        event_identifier(raw_id, "sessionhub.event_id")
+        if raw_id is not None
+        else derive_event_id(Source.CLAUDE_CODE, raw)
+    )
+    occurred_at = (
+        parse_iso_time(extra["occurred_at"], "sessionhub.occurred_at", now)
+        if extra.get("occurred_at") is not None
+        else now
+    )
+    cwd = opt_str(body, "cwd", "cwd")
+    remote = normalize_git_remote(opt_str(extra, "git_remote", "sessionhub.git_remote"))
+    project = remote or cwd
+    kind, phase = _kind_of(hook, body)
+
+    facts: dict[str, Any] = {}
+    if hook == "SessionStart":
+        source = opt_str(body, "source", "source", max_length=40)
+        facts["start_source"] = source
+        if kind == EventKind.SESSION_START and source and source not in _START_SOURCES:
+            facts["start_source_unknown"] = True
+    if kind == EventKind.SESSION_END:
+        raw_reason = opt_str(body, "reason", "reason", max_length=100)
+        facts["reason"] = end_reason(raw_reason)
+        facts["reason_detail"] = raw_reason
+    if kind == EventKind.PROMPT:
+        facts["text"] = opt_str(body, "prompt", "prompt", max_length=1_000_000)
+    if kind == EventKind.TOOL_USE:
+        facts["tool_name"] = opt_str(body, "tool_name", "tool_name", max_length=200)
+        facts["failed"] = hook == "PostToolUseFailure"
+    if kind == EventKind.COMPACTION_BEFORE:
+        facts["trigger"] = opt_str(body, "trigger", "trigger", max_length=40)
+    if kind == EventKind.TURN_END:
+        final = opt_str(body, "last_assistant_message", "last_assistant_message", max_length=10**6)
+        final = final or opt_str(
+            extra, "final_message", "sessionhub.final_message", max_length=10**6
+        )
+        tagged, visible = reasoning_from_text(final)
+        reasoning = opt_str(extra, "reasoning_tail", "sessionhub.reasoning_tail", max_length=10**6)
+        facts["final_message"] = visible
+        facts["reasoning"] = reasoning or tagged
+        facts["subagent"] = hook == "SubagentStop"
+    model = opt_str(body, "model", "model", max_length=200)
+    if model:
+        facts["model"] = model
+
+    return NormalizedEvent(
+        event_id=event_id,
+        kind=kind,
+        source=Source.CLAUDE_CODE,
+        occurred_at=occurred_at,
+        agent_external_id=f"{gateway}:{project}" if project else f"{gateway}:",
+        agent_name=f"{project.rstrip('/').rsplit('/', 1)[-1] or 'claude-code'} ({gateway})",
+        session_external_id=session_id,
+        hook=hook,
+        phase=phase,
+        channel="cli",
+        cwd=cwd,
+        project=project,
+        facts=trim_strings(facts),
+        payload=trim_strings(raw),
+    )

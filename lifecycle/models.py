@@ -1,0 +1,242 @@
+"""Agents, sessions and the append-only log of their lifecycle events."""
+
+from __future__ import annotations
+
+import uuid
+from typing import ClassVar
+
+from django.db import models
+from django.db.models import Q
+
+from sessionhub.models import Team
+
+
+class Source(models.TextChoices):
+    """Which gateway an agent, session or event came from."""
+
+    CLAUDE_CODE = "claude-code", "Claude Code"
+    OPENCLAW = "openclaw", "OpenClaw"
+    GENERIC = "generic", "Generic API"
+    SESSIONHUB = "sessionhub", "SessionHub"
+
+
+class EventKind(models.TextChoices):
+    """The canonical kinds every gateway's hooks map onto."""
+
+    SESSION_START = "session_start", "Session start"
+    SESSION_RESUME = "session_resume", "Session resume"
+    SESSION_SUSPEND = "session_suspend", "Session suspend"
+    SESSION_END = "session_end", "Session end"
+    COMPACTION_BEFORE = "compaction_before", "Compaction (before)"
+    COMPACTION_AFTER = "compaction_after", "Compaction (after)"
+    PROMPT = "prompt", "Prompt"
+    TOOL_USE = "tool_use", "Tool use"
+    TURN_END = "turn_end", "Turn end"
+    NOTIFICATION = "notification", "Notification"
+    COMMAND = "command", "Command"
+    OTHER = "other", "Other"
+
+
+class SessionStatus(models.TextChoices):
+    ACTIVE = "active", "Active"
+    SUSPENDED = "suspended", "Suspended"
+    ENDED = "ended", "Ended"
+    CRASHED = "crashed", "Crashed"
+
+
+class EndReason(models.TextChoices):
+    """Why a session ended: both gateways' reasons plus SessionHub's own."""
+
+    # OpenClaw
+    NEW = "new", "New session"
+    RESET = "reset", "Reset"
+    IDLE_TIMEOUT = "idle_timeout", "Idle timeout"
+    DAILY_RESET = "daily_reset", "Daily reset"
+    COMPACTION = "compaction", "Compaction"
+    DELETED = "deleted", "Deleted"
+    # Claude Code
+    CLEAR = "clear", "Cleared"
+    LOGOUT = "logout", "Logout"
+    PROMPT_INPUT_EXIT = "prompt_input_exit", "Exited at prompt"
+    BYPASS_PERMISSIONS_DISABLED = "bypass_permissions_disabled", "Bypass permissions disabled"
+    # Either, and SessionHub
+    USER_COMMAND = "user_command", "User command"
+    COMPACTION_FAILURE = "compaction_failure", "Compaction failure"
+    ROLE_ORDERING_CONFLICT = "role_ordering_conflict", "Role ordering conflict"
+    PRUNED = "pruned", "Pruned"
+    REPLACED = "replaced", "Replaced by a newer session"
+    CRASHED = "crashed", "Crashed"
+    OTHER = "other", "Other"
+    UNKNOWN = "unknown", "Unknown"
+
+
+class Agent(models.Model):
+    """An agent identity in a team: an OpenClaw agent, or a Claude Code gateway + project."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="agents")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    external_id = models.CharField(max_length=300)
+    name = models.CharField(max_length=300, blank=True)
+    project = models.CharField(max_length=500, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["team", "source", "external_id"], name="agent_unique_external_id"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return self.name or self.external_id
+
+
+class Session(models.Model):
+    """One agent session, its current state and its place in the session chain."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="sessions")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    source = models.CharField(max_length=20, choices=Source.choices)
+    external_id = models.CharField(max_length=200)
+    session_key = models.CharField(max_length=300, blank=True)
+    channel = models.CharField(max_length=100, blank=True)
+    cwd = models.CharField(max_length=1000, blank=True)
+    project = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200, blank=True)
+
+    status = models.CharField(
+        max_length=16, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
+    )
+    started_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    suspended_at = models.DateTimeField(null=True, blank=True)
+    first_event_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.CharField(max_length=40, choices=EndReason.choices, blank=True)
+    end_detail = models.CharField(max_length=100, blank=True, help_text="The gateway's own word")
+    recovered = models.BooleanField(
+        default=False, help_text="Closed by the crash sweep, end time estimated"
+    )
+
+    has_start = models.BooleanField(default=False)
+    in_compaction = models.BooleanField(default=False)
+    suspend_count = models.PositiveIntegerField(default=0)
+    suspended_seconds = models.FloatField(default=0)
+    event_count = models.PositiveIntegerField(default=0)
+    prompt_count = models.PositiveIntegerField(default=0)
+    turn_count = models.PositiveIntegerField(default=0)
+    tool_use_count = models.PositiveIntegerField(default=0)
+    compaction_count = models.PositiveIntegerField(default=0)
+    reported_message_count = models.PositiveIntegerField(null=True, blank=True)
+    token_count = models.BigIntegerField(null=True, blank=True)
+
+    previous_session = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_sessions"
+    )
+    previous_external_id = models.CharField(max_length=200, blank=True)
+    successor_external_id = models.CharField(max_length=200, blank=True)
+    continued_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="continued_from"
+    )
+
+    # The outbox: set in the same transaction as new events, cleared by the worker that
+    # processed them; the periodic sweep re-queues what stays set too long.
+    memory_dirty_at = models.DateTimeField(null=True, blank=True)
+    memory_cursor = models.BigIntegerField(default=0)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["team", "source", "external_id"], name="session_unique_external_id"
+            )
+        ]
+        indexes: ClassVar = [
+            models.Index(fields=["team", "-started_at"], name="session_team_started"),
+            models.Index(fields=["agent", "-ended_at"], name="session_agent_ended"),
+            models.Index(fields=["team", "session_key"], name="session_team_key"),
+            models.Index(
+                fields=["status", "last_event_at"],
+                name="session_open_last_event",
+                condition=Q(status__in=["active", "suspended"]),
+            ),
+            models.Index(
+                fields=["memory_dirty_at"],
+                name="session_memory_dirty",
+                condition=Q(memory_dirty_at__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.source}:{self.external_id}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+
+    @property
+    def message_count(self) -> int:
+        """What the gateway reported, else prompts plus assistant turns seen."""
+        if self.reported_message_count is not None:
+            return self.reported_message_count
+        return self.prompt_count + self.turn_count
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.ended_at or self.last_event_at
+        if end is None:
+            return None
+        return max(0.0, (end - self.started_at).total_seconds())
+
+
+class LifecycleEvent(models.Model):
+    """One event as received: append-only, never edited, deleted only by retention."""
+
+    id = models.BigAutoField(primary_key=True)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="events")
+    session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.CASCADE, related_name="events"
+    )
+    event_id = models.CharField(max_length=200, help_text="The client's idempotency key")
+    kind = models.CharField(max_length=32, choices=EventKind.choices)
+    source = models.CharField(max_length=20, choices=Source.choices)
+    hook = models.CharField(max_length=100, blank=True, help_text="The gateway's hook name")
+    phase = models.CharField(max_length=8, blank=True, help_text="pre/post for tool uses")
+    occurred_at = models.DateTimeField(help_text="Client clock")
+    received_at = models.DateTimeField(help_text="Server clock")
+    facts = models.JSONField(default=dict, blank=True, help_text="Normalized facts")
+    payload = models.JSONField(default=dict, blank=True, help_text="Redacted payload")
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+    orphan_key = models.CharField(
+        max_length=300,
+        blank=True,
+        help_text="Session key of an event that arrived before any session with that key",
+    )
+
+    class Meta:
+        ordering = ["occurred_at", "id"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["team", "event_id"], name="event_unique_client_id")
+        ]
+        indexes: ClassVar = [
+            models.Index(fields=["session", "occurred_at", "id"], name="event_session_time"),
+            models.Index(fields=["team", "received_at"], name="event_team_received"),
+            models.Index(fields=["team", "kind", "occurred_at"], name="event_team_kind_time"),
+            models.Index(
+                fields=["team", "source", "orphan_key"],
+                name="event_orphans",
+                condition=~Q(orphan_key=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.event_id}"

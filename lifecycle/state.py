@@ -1,0 +1,140 @@
+"""The session state machine, as a fold over the session's events in occurred-at order.
+
+``start → (suspend → resume)* → end``. The fold is the single definition of a session's
+state: ingestion applies new events to the stored state when they come after everything
+seen so far, and refolds the whole log when a late event lands in the past. Both give
+the same result because the fold only ever looks at events in order.
+
+Rules: the first start (or resume) starts the session; a later start is a resume; the
+first end ends it and nothing reopens an ended session; every event is counted.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from .models import EndReason, EventKind, Session, SessionStatus
+
+FOLD_FIELDS = (
+    "status",
+    "started_at",
+    "ended_at",
+    "suspended_at",
+    "first_event_at",
+    "last_event_at",
+    "end_reason",
+    "end_detail",
+    "recovered",
+    "has_start",
+    "in_compaction",
+    "suspend_count",
+    "suspended_seconds",
+    "event_count",
+    "prompt_count",
+    "turn_count",
+    "tool_use_count",
+    "compaction_count",
+    "reported_message_count",
+    "token_count",
+    "model",
+)
+
+_STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
+_COMPACTIONS = {EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER}
+
+
+@dataclass(frozen=True, slots=True)
+class FoldEvent:
+    """What the fold needs of one event."""
+
+    kind: str
+    occurred_at: datetime
+    phase: str = ""
+    facts: dict[str, Any] = field(default_factory=dict)
+    order: int = 0
+
+
+def reset(session: Session) -> None:
+    """Back to the state before any event."""
+    for name in FOLD_FIELDS:
+        setattr(session, name, Session._meta.get_field(name).get_default())
+
+
+def _end(session: Session, event: FoldEvent) -> None:
+    if session.status == SessionStatus.SUSPENDED and session.suspended_at is not None:
+        # It slept until it ended.
+        session.suspended_seconds += (event.occurred_at - session.suspended_at).total_seconds()
+    session.suspended_at = None
+    reason = event.facts.get("reason") or EndReason.UNKNOWN
+    session.end_reason = reason
+    session.end_detail = str(event.facts.get("reason_detail") or "")[:100]
+    session.ended_at = event.occurred_at
+    session.recovered = reason == EndReason.CRASHED
+    session.status = SessionStatus.CRASHED if session.recovered else SessionStatus.ENDED
+
+
+def apply(session: Session, event: FoldEvent) -> None:
+    """Apply one event, assumed to come after every event already applied."""
+    at = event.occurred_at
+    if session.first_event_at is None or at < session.first_event_at:
+        session.first_event_at = at
+    if session.last_event_at is None or at > session.last_event_at:
+        session.last_event_at = at
+    if session.started_at is None:
+        session.started_at = at
+    session.event_count += 1
+
+    facts = event.facts
+    if facts.get("model"):
+        session.model = str(facts["model"])[:200]
+    if facts.get("token_count") is not None:
+        session.token_count = facts["token_count"]
+    if facts.get("message_count") is not None:
+        session.reported_message_count = facts["message_count"]
+
+    kind = event.kind
+    if kind not in _COMPACTIONS:
+        session.in_compaction = False
+
+    if kind == EventKind.PROMPT:
+        session.prompt_count += 1
+    elif kind == EventKind.TOOL_USE and event.phase != "pre":
+        session.tool_use_count += 1
+    elif kind == EventKind.TURN_END and event.phase != "final":
+        session.turn_count += 1
+    elif kind == EventKind.COMPACTION_BEFORE:
+        session.compaction_count += 1
+        session.in_compaction = True
+    elif kind == EventKind.COMPACTION_AFTER:
+        # An "after" with no "before" still counts; several afters of one compaction
+        # (PostCompact and SessionStart source=compact) count once.
+        session.compaction_count += 0 if session.in_compaction else 1
+        session.in_compaction = True
+
+    closed = session.status in (SessionStatus.ENDED, SessionStatus.CRASHED)
+    if closed:
+        return
+    if kind in _STARTS:
+        if not session.has_start:
+            session.has_start = True
+            session.started_at = at
+        elif session.status == SessionStatus.SUSPENDED and session.suspended_at is not None:
+            session.suspended_seconds += (at - session.suspended_at).total_seconds()
+            session.suspended_at = None
+            session.status = SessionStatus.ACTIVE
+    elif kind == EventKind.SESSION_SUSPEND:
+        if session.status == SessionStatus.ACTIVE:
+            session.status = SessionStatus.SUSPENDED
+            session.suspended_at = at
+            session.suspend_count += 1
+    elif kind == EventKind.SESSION_END:
+        _end(session, event)
+
+
+def fold(session: Session, events: list[FoldEvent]) -> None:
+    """Recompute the session's state from its whole log."""
+    reset(session)
+    for event in sorted(events, key=lambda e: (e.occurred_at, e.order)):
+        apply(session, event)

@@ -1,0 +1,128 @@
+"""One error shape for the whole API: ``{"message": ..., "code": ..., "extra": {...}}``.
+
+Services raise :class:`ApiError` subclasses that carry a stable machine-readable code
+and an HTTP status; DRF's own exceptions and database outages are mapped here too, so no
+client input can surface as a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied, RequestDataTooBig
+from django.db import DatabaseError, InterfaceError, OperationalError
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error with a stable code, an HTTP status and optional details."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    code = "bad_request"
+
+    def __init__(self, message: str, *, code: str | None = None, extra: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code:
+            self.code = code
+        self.extra = extra or {}
+
+
+class ValidationFailed(ApiError):
+    code = "invalid"
+
+
+class NotFound(ApiError):
+    status_code = status.HTTP_404_NOT_FOUND
+    code = "not_found"
+
+
+class Conflict(ApiError):
+    status_code = status.HTTP_409_CONFLICT
+    code = "conflict"
+
+
+class PayloadTooLarge(ApiError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+    code = "payload_too_large"
+
+
+class ServiceUnavailable(ApiError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+    code = "service_unavailable"
+
+
+def error_body(message: str, code: str, extra: Any = None) -> dict[str, Any]:
+    return {"message": message, "code": code, "extra": extra or {}}
+
+
+def _retry_after() -> str:
+    return str(settings.SESSIONHUB["RETRY_AFTER_SECONDS"])
+
+
+def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Turn any exception raised in an API view into the one error shape."""
+    if isinstance(exc, ApiError):
+        headers = {"Retry-After": _retry_after()} if exc.status_code == 503 else None
+        return Response(
+            error_body(exc.message, exc.code, exc.extra), status=exc.status_code, headers=headers
+        )
+    if isinstance(exc, RequestDataTooBig):
+        return Response(
+            error_body("Request body is too large", "payload_too_large"),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is away (restart, failover, too many connections): the client
+        # keeps its events and retries; nothing was committed.
+        logger.warning("database unavailable: %s", exc.__class__.__name__)
+        return Response(
+            error_body("The database is unavailable; retry later", "database_unavailable"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": _retry_after()},
+        )
+    if isinstance(exc, DatabaseError):
+        logger.exception("database error")
+        return Response(
+            error_body("The request could not be stored; retry later", "database_error"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": _retry_after()},
+        )
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    if isinstance(exc, exceptions.ValidationError):
+        body = error_body("Invalid input", "invalid", {"fields": exc.detail})
+    elif isinstance(exc, exceptions.Throttled):
+        body = error_body(
+            "Too many requests", "throttled", {"retry_after_seconds": exc.wait and int(exc.wait)}
+        )
+    elif isinstance(exc, exceptions.APIException):
+        detail = exc.detail
+        message = str(detail) if not isinstance(detail, (list, dict)) else "Request failed"
+        code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
+        body = error_body(message, str(code))
+    else:  # pragma: no cover - DRF only answers APIException subclasses
+        body = error_body("Request failed", "error")
+    response.data = body
+    return response
+
+
+def json_error(message: str, code: str, status_code: int, **headers: str) -> JsonResponse:
+    """The same error shape for plain Django views and middleware."""
+    response = JsonResponse(error_body(message, code), status=status_code)
+    for name, value in headers.items():
+        response[name.replace("_", "-")] = value
+    return response

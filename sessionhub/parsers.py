@@ -1,0 +1,110 @@
+"""A JSON parser that refuses what PostgreSQL or the rest of the stack would choke on.
+
+Checked before anything is stored: the size limit (413), strict UTF-8, JSON syntax,
+nesting depth, and strings that cannot be stored (NUL bytes, lone surrogates). Numbers
+are left to the field validators.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from django.conf import settings
+from rest_framework.parsers import BaseParser
+
+from .errors import PayloadTooLarge, ValidationFailed
+
+MAX_DEPTH = 64
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def check_json_value(value: Any, path: str = "$", depth: int = 0) -> None:
+    """Raise ValidationFailed for values no row may hold; walks iteratively deep enough."""
+    stack: list[tuple[Any, str, int]] = [(value, path, depth)]
+    while stack:
+        item, where, level = stack.pop()
+        if level > MAX_DEPTH:
+            raise ValidationFailed(
+                f"JSON nested deeper than {MAX_DEPTH} levels", code="too_deep", extra={"at": where}
+            )
+        if isinstance(item, str):
+            _check_string(item, where)
+        elif isinstance(item, dict):
+            for key, sub in item.items():
+                _check_string(key, f"{where}.<key>")
+                stack.append((sub, f"{where}.{key}", level + 1))
+        elif isinstance(item, list):
+            for index, sub in enumerate(item):
+                stack.append((sub, f"{where}[{index}]", level + 1))
+        elif isinstance(item, bool):
+            continue
+        elif isinstance(item, int) and not INT64_MIN <= item <= INT64_MAX:
+            raise ValidationFailed(
+                "Integers must fit in 64 bits", code="number_out_of_range", extra={"at": where}
+            )
+        elif isinstance(item, float) and not math.isfinite(item):
+            raise ValidationFailed(
+                "Number out of range", code="number_out_of_range", extra={"at": where}
+            )
+
+
+def _check_string(text: str, where: str) -> None:
+    if "\x00" in text:
+        raise ValidationFailed(
+            "Strings may not contain NUL characters", code="nul_character", extra={"at": where}
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationFailed(
+            "Strings may not contain lone surrogates", code="invalid_unicode", extra={"at": where}
+        ) from exc
+
+
+def parse_json_bytes(data: bytes) -> Any:
+    """Decode strict UTF-8 JSON, then check every value."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValidationFailed("Body is not valid UTF-8", code="invalid_encoding") from exc
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except RecursionError as exc:
+        raise ValidationFailed(
+            f"JSON nested deeper than {MAX_DEPTH} levels", code="too_deep"
+        ) from exc
+    except ValueError as exc:
+        raise ValidationFailed(f"Malformed JSON: {exc}", code="malformed_json") from exc
+    check_json_value(value)
+    return value
+
+
+class StrictJSONParser(BaseParser):
+    """application/json with SessionHub's size and content rules."""
+
+    media_type = "application/json"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
+        request = (parser_context or {}).get("request")
+        if request is not None:
+            try:
+                declared = int(request.META.get("CONTENT_LENGTH") or 0)
+            except ValueError:
+                declared = 0
+            if declared > limit:
+                raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+        if stream is None:
+            raise ValidationFailed("Request body is empty", code="empty_body")
+        data = stream.read(limit + 1)
+        if len(data) > limit:
+            raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+        if not data.strip():
+            raise ValidationFailed("Request body is empty", code="empty_body")
+        return parse_json_bytes(data)

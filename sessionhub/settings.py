@@ -1,0 +1,315 @@
+"""Settings from the environment.
+
+With nothing set SessionHub runs embedded: a SQLite file in the project folder and Celery
+tasks executed in-process after commit. ``DATABASE_URL`` and ``REDIS_URL`` switch it to
+PostgreSQL and Redis with real Celery workers. With ``DEBUG`` off a real ``SECRET_KEY``
+is required.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import environ
+from celery.schedules import crontab
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+# A local .env file is optional; real deployments set the environment directly.
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is not set. Set SECRET_KEY (production) or DEBUG=1 (local development)."
+        )
+    SECRET_KEY = "insecure-development-key-only-used-with-DEBUG"  # noqa: S105
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"] if DEBUG else []
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "sessionhub",
+    "lifecycle",
+    "memory",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "sessionhub.urls"
+WSGI_APPLICATION = "sessionhub.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+# --- database -------------------------------------------------------------------------
+
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'sessionhub.sqlite3'}")
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # Persistent connections: the ingest path must not pay a connect per request.
+    DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    DATABASES["default"].setdefault("OPTIONS", {})
+    DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 3)
+else:
+    DATABASES["default"].setdefault("OPTIONS", {})
+    # SQLite: wait for the writer instead of failing at once; WAL lets readers go on.
+    DATABASES["default"]["OPTIONS"].setdefault("timeout", 20)
+    DATABASES["default"]["OPTIONS"].setdefault(
+        "init_command", "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
+    )
+    DATABASES["default"]["OPTIONS"].setdefault("transaction_mode", "IMMEDIATE")
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- broker and cache -----------------------------------------------------------------
+
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+        }
+    }
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Celery: with no broker configured, tasks run eagerly in the web process (the caller
+# enqueues them on commit, so they still run after the data is stored).
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDIS_URL)
+CELERY_TASK_EAGER_PROPAGATES = False
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = "UTC"
+# Publishing sits after commit on the request path: fail fast when the broker is away
+# and let the outbox sweep pick the work up later.
+CELERY_TASK_PUBLISH_RETRY = False
+CELERY_BROKER_CONNECTION_TIMEOUT = 1
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_connect_timeout": 1,
+    "socket_timeout": 2,
+    "visibility_timeout": 600,
+}
+
+# Periodic work is declared here and only here.
+CELERY_BEAT_SCHEDULE = {
+    "close-crashed-sessions": {
+        "task": "lifecycle.tasks.close_crashed_sessions",
+        "schedule": timedelta(minutes=1),
+    },
+    "sweep-outbox": {
+        "task": "lifecycle.tasks.sweep_outbox",
+        "schedule": timedelta(seconds=30),
+    },
+    "nightly-retention": {
+        "task": "memory.tasks.apply_retention",
+        "schedule": crontab(hour=3, minute=17),
+    },
+}
+
+# --- auth, i18n, static ---------------------------------------------------------------
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+
+# --- security (all on when DEBUG is off) ----------------------------------------------
+
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+if not DEBUG:
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    # Health probes come over plain HTTP from inside the deployment.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+
+# --- API ------------------------------------------------------------------------------
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["sessionhub.authentication.ApiTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["sessionhub.permissions.HasTokenScope"],
+    "DEFAULT_PARSER_CLASSES": ["sessionhub.parsers.StrictJSONParser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    "DEFAULT_THROTTLE_CLASSES": ["sessionhub.throttling.TokenRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "token": env.str("API_RATE_LIMIT", default="6000/min"),
+    },
+    "EXCEPTION_HANDLER": "sessionhub.errors.api_exception_handler",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SessionHub API",
+    "DESCRIPTION": (
+        "Gateways post agent session lifecycle events; teams read sessions, timelines "
+        "and memory. Authenticate with `Authorization: Bearer <token>`."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SERVE_AUTHENTICATION": [],
+    "ENUM_NAME_OVERRIDES": {
+        "SessionStatusEnum": "lifecycle.models.SessionStatus",
+        "EventKindEnum": "lifecycle.models.EventKind",
+        "EndReasonEnum": "lifecycle.models.EndReason",
+        "SourceEnum": "lifecycle.models.Source",
+    },
+}
+
+# --- SessionHub -----------------------------------------------------------------------
+
+SESSIONHUB = {
+    # ingestion
+    "MAX_BATCH_EVENTS": env.int("SESSIONHUB_MAX_BATCH_EVENTS", default=1000),
+    "MAX_BODY_BYTES": env.int("SESSIONHUB_MAX_BODY_BYTES", default=5 * 1024 * 1024),
+    "MAX_CLOCK_SKEW": timedelta(hours=env.int("SESSIONHUB_MAX_CLOCK_SKEW_HOURS", default=24)),
+    "MAX_EVENT_AGE": timedelta(days=env.int("SESSIONHUB_MAX_EVENT_AGE_DAYS", default=3 * 365)),
+    "RETRY_AFTER_SECONDS": env.int("SESSIONHUB_RETRY_AFTER_SECONDS", default=5),
+    # lifecycle
+    "CRASH_HORIZON": timedelta(minutes=env.int("SESSIONHUB_CRASH_HORIZON_MINUTES", default=240)),
+    "SUSPEND_HORIZON": timedelta(days=env.int("SESSIONHUB_SUSPEND_HORIZON_DAYS", default=7)),
+    "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
+    "CLEAR_LINK_WINDOW": timedelta(minutes=10),
+    "TOKEN_LAST_USED_RESOLUTION": timedelta(minutes=1),
+    # memory
+    "TAIL_TOKENS": env.int("SESSIONHUB_TAIL_TOKENS", default=100),
+    "MAX_ACTIVE_PINS": env.int("SESSIONHUB_MAX_ACTIVE_PINS", default=10),
+    # An OpenAI-compatible chat endpoint for summaries (OpenAI, Ollama, vLLM, LiteLLM...);
+    # without one, summaries are extractive.
+    "LLM": {
+        "URL": env.str("SESSIONHUB_LLM_URL", default=""),
+        "MODEL": env.str("SESSIONHUB_LLM_MODEL", default=""),
+        "API_KEY": env.str("SESSIONHUB_LLM_API_KEY", default=""),
+        "TIMEOUT": env.float("SESSIONHUB_LLM_TIMEOUT", default=20.0),
+        "MAX_TOKENS": env.int("SESSIONHUB_LLM_MAX_TOKENS", default=600),
+    },
+    # continuity (constants of the cross-session design)
+    "CONTINUITY": {
+        "LOOKBACK_DAYS": env.int("SESSIONHUB_LOOKBACK_DAYS", default=7),
+        "WEIGHT_RECENCY": env.float("SESSIONHUB_WEIGHT_RECENCY", default=0.4),
+        "WEIGHT_TOPICS": env.float("SESSIONHUB_WEIGHT_TOPICS", default=0.35),
+        "WEIGHT_PENDING": env.float("SESSIONHUB_WEIGHT_PENDING", default=0.25),
+        "RECENCY_HOURS": env.float("SESSIONHUB_RECENCY_HOURS", default=168.0),
+        "PENDING_PER_TASK": env.float("SESSIONHUB_PENDING_PER_TASK", default=0.25),
+        "THRESHOLD": env.float("SESSIONHUB_CONTINUITY_THRESHOLD", default=0.25),
+        "MAX_SOURCES": env.int("SESSIONHUB_CONTINUITY_MAX_SOURCES", default=3),
+        "MAX_INHERITED_PINS": env.int("SESSIONHUB_MAX_INHERITED_PINS", default=5),
+        "CRITICAL_PIN_DAYS": env.int("SESSIONHUB_CRITICAL_PIN_DAYS", default=7),
+        "DECAY_FLOOR": env.float("SESSIONHUB_DECAY_FLOOR", default=0.3),
+        "DECAY_PER_WEEK": env.float("SESSIONHUB_DECAY_PER_WEEK", default=0.4),
+        "MIN_PIN_CONFIDENCE": env.float("SESSIONHUB_MIN_PIN_CONFIDENCE", default=0.5),
+        "MAX_CANDIDATES": env.int("SESSIONHUB_CONTINUITY_MAX_CANDIDATES", default=200),
+    },
+    # retention
+    "RETENTION_DAYS": env.int("SESSIONHUB_RETENTION_DAYS", default=0),
+    "ARCHIVE_DIR": env.path("SESSIONHUB_ARCHIVE_DIR", default=BASE_DIR / "archive"),
+}
+
+# --- logging --------------------------------------------------------------------------
+
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Request lines can carry query strings; keep Django's request logger at warnings.
+        "django.request": {"level": "WARNING"},
+    },
+}

@@ -1,0 +1,21 @@
+"""Top-level routes: the API under /api/v1/, its schema and docs, admin, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from .health import healthz
+
+api_v1 = [
+    path("", include("lifecycle.urls")),
+    path("", include("memory.urls")),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("api/v1/", include((api_v1, "api"), namespace="api")),
+    path("api/schema", SpectacularAPIView.as_view(), name="schema"),
+    path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
+    path("api/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    path("admin/", admin.site.urls),
+]
