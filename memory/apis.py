@@ -1,0 +1,262 @@
+"""Memory API: agents and their pins, a session's distilled memory, re-summarize."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.db import transaction
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from lifecycle import selectors as lifecycle_selectors
+from lifecycle.models import Agent, Source
+from sessionhub.errors import NotFound
+
+from . import pins as pin_services
+from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
+
+_ERROR = inline_serializer(
+    "MemoryError",
+    {
+        "message": serializers.CharField(),
+        "code": serializers.CharField(),
+        "extra": serializers.DictField(),
+    },
+)
+
+
+def _uuid_or_404(value: str, what: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise NotFound(f"No such {what}") from exc
+
+
+class AgentSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Agent
+        fields = ["id", "source", "external_id", "name", "project", "created_at", "last_seen_at"]
+
+
+class PinSerializer(serializers.ModelSerializer):
+    is_active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        model = Pin
+        fields = [
+            "id",
+            "agent",
+            "label",
+            "content",
+            "priority",
+            "pinned_at",
+            "unpinned_at",
+            "is_active",
+            "origin_session",
+            "inherited_from",
+            "inherited_into",
+        ]
+
+
+class PinInputSerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=pin_services.LABEL_MAX)
+    content = serializers.CharField(
+        max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False, default=""
+    )
+    priority = serializers.ChoiceField(Pin.Priority.choices, required=False, default="normal")
+    origin_session = serializers.UUIDField(required=False, allow_null=True)
+
+
+class PinPatchSerializer(serializers.Serializer):
+    label = serializers.CharField(max_length=pin_services.LABEL_MAX, required=False)
+    content = serializers.CharField(
+        max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False
+    )
+    priority = serializers.ChoiceField(Pin.Priority.choices, required=False)
+
+
+class AgentListApi(APIView):
+    """The team's agents; filter by ``source`` and ``external_id``."""
+
+    required_scope = "read"
+
+    @extend_schema(responses={200: AgentSerializer(many=True)})
+    def get(self, request: Request) -> Response:
+        agents = Agent.objects.filter(team=request.user.team).order_by("name")
+        source = request.query_params.get("source")
+        if source:
+            agents = agents.filter(source=source if source in Source.values else "-")
+        external_id = request.query_params.get("external_id")
+        if external_id:
+            agents = agents.filter(external_id=external_id)
+        return Response(AgentSerializer(agents[:500], many=True).data)
+
+
+def _agent(request: Request, agent_id: str) -> Agent:
+    agent = Agent.objects.filter(team=request.user.team, pk=_uuid_or_404(agent_id, "agent")).first()
+    if agent is None:
+        raise NotFound("No such agent")
+    return agent
+
+
+class AgentPinsApi(APIView):
+    """An agent's pins: list (``?all=1`` includes unpinned ones) and create."""
+
+    def get_permissions(self) -> list[Any]:
+        self.required_scope = "read" if self.request.method == "GET" else "ingest"
+        return super().get_permissions()
+
+    @extend_schema(responses={200: PinSerializer(many=True), 404: _ERROR})
+    def get(self, request: Request, agent_id: str) -> Response:
+        agent = _agent(request, agent_id)
+        pins = (
+            Pin.objects.filter(agent=agent).order_by("-pinned_at")
+            if request.query_params.get("all")
+            else pin_services.active_pins(agent)
+        )
+        return Response(PinSerializer(pins, many=True).data)
+
+    @extend_schema(
+        request=PinInputSerializer,
+        responses={201: PinSerializer, 400: _ERROR, 404: _ERROR, 409: _ERROR},
+    )
+    def post(self, request: Request, agent_id: str) -> Response:
+        agent = _agent(request, agent_id)
+        data = PinInputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        origin = None
+        if data.validated_data.get("origin_session"):
+            origin = lifecycle_selectors.session_get(
+                team=request.user.team, session_id=data.validated_data["origin_session"]
+            )
+            if origin is None or origin.agent_id != agent.pk:
+                raise NotFound("No such session for this agent")
+        pin = pin_services.pin_create(
+            agent=agent,
+            label=data.validated_data["label"],
+            content=data.validated_data["content"],
+            priority=data.validated_data["priority"],
+            origin_session=origin,
+        )
+        return Response(PinSerializer(pin).data, status=status.HTTP_201_CREATED)
+
+
+class PinDetailApi(APIView):
+    """Change or unpin one pin."""
+
+    required_scope = "ingest"
+
+    def _pin(self, request: Request, pin_id: int) -> Pin:
+        pin = Pin.objects.filter(team=request.user.team, pk=pin_id).select_related("agent").first()
+        if pin is None:
+            raise NotFound("No such pin")
+        return pin
+
+    @extend_schema(
+        request=PinPatchSerializer, responses={200: PinSerializer, 404: _ERROR, 409: _ERROR}
+    )
+    def patch(self, request: Request, pin_id: int) -> Response:
+        pin = self._pin(request, pin_id)
+        data = PinPatchSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        pin = pin_services.pin_update(pin=pin, **data.validated_data)
+        return Response(PinSerializer(pin).data)
+
+    @extend_schema(responses={200: PinSerializer, 404: _ERROR})
+    def delete(self, request: Request, pin_id: int) -> Response:
+        pin = pin_services.pin_unpin(pin=self._pin(request, pin_id))
+        return Response(PinSerializer(pin).data)
+
+
+class TailSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = StreamTail
+        fields = ["text", "final_message", "token_count", "captured_at"]
+
+
+class ObservationSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Observation
+        fields = ["tool_name", "input_digest", "output_digest", "failed", "occurred_at"]
+
+
+class SummarySerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Summary
+        fields = [
+            "request",
+            "investigated",
+            "learned",
+            "completed",
+            "next_steps",
+            "final_message",
+            "method",
+            "fallback_reason",
+            "updated_at",
+        ]
+
+
+class FeaturesSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = SessionFeatures
+        fields = ["hot_topics", "active_projects", "pending_tasks", "updated_at"]
+
+
+class SessionMemorySerializer(serializers.Serializer):
+    tail = TailSerializer(allow_null=True)
+    summary = SummarySerializer(allow_null=True)
+    features = FeaturesSerializer(allow_null=True)
+    observations = ObservationSerializer(many=True)
+
+
+def _session(request: Request, session_id: str) -> Any:
+    session = lifecycle_selectors.session_get(team=request.user.team, session_id=session_id)
+    if session is None:
+        raise NotFound("No such session")
+    return session
+
+
+class SessionMemoryApi(APIView):
+    """What SessionHub distilled from a session: latest tail, summary, features, tool uses."""
+
+    required_scope = "read"
+
+    @extend_schema(responses={200: SessionMemorySerializer, 404: _ERROR})
+    def get(self, request: Request, session_id: str) -> Response:
+        session = _session(request, session_id)
+        memory = {
+            "tail": StreamTail.objects.filter(session=session)
+            .order_by("-captured_at", "-id")
+            .first(),
+            "summary": Summary.objects.filter(session=session).first(),
+            "features": SessionFeatures.objects.filter(session=session).first(),
+            "observations": Observation.objects.filter(session=session).order_by("occurred_at")[
+                :500
+            ],
+        }
+        return Response(SessionMemorySerializer(memory).data)
+
+
+class SessionSummarizeApi(APIView):
+    """Rebuild a session's summary (queued; 202)."""
+
+    required_scope = "ingest"
+
+    @extend_schema(
+        request=None,
+        responses={
+            202: inline_serializer("SummarizeQueued", {"queued": serializers.BooleanField()}),
+            404: _ERROR,
+        },
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        from .tasks import summarize_session
+
+        session = _session(request, session_id)
+        pk = str(session.pk)
+        transaction.on_commit(lambda: summarize_session.delay(pk))
+        return Response({"queued": True}, status=status.HTTP_202_ACCEPTED)

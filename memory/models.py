@@ -1,0 +1,222 @@
+"""What SessionHub distils from sessions: pins, tails, observations, summaries, features,
+and the record of every continuity preamble served."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from lifecycle.models import Agent, LifecycleEvent, Session
+from sessionhub.models import Team
+
+
+class Pin(models.Model):
+    """A working-memory item of an agent; at most ``MAX_ACTIVE_PINS`` active at once."""
+
+    class Priority(models.TextChoices):
+        NORMAL = "normal", "Normal"
+        CRITICAL = "critical", "Critical"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="pins")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="pins")
+    label = models.CharField(max_length=200)
+    content = models.TextField(blank=True)
+    priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.NORMAL)
+    pinned_at = models.DateTimeField()
+    unpinned_at = models.DateTimeField(null=True, blank=True)
+    origin_session = models.ForeignKey(
+        Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="pins_made"
+    )
+    inherited_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="inherited_by"
+    )
+    inherited_into = models.ForeignKey(
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="pins_inherited",
+        help_text="The session whose continuity brought this pin in",
+    )
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-pinned_at"]
+        constraints: ClassVar = [
+            models.UniqueConstraint(
+                fields=["agent", "label"],
+                condition=Q(unpinned_at__isnull=True),
+                name="pin_unique_active_label",
+            )
+        ]
+        indexes: ClassVar = [models.Index(fields=["agent", "unpinned_at"], name="pin_agent_active")]
+
+    def __str__(self) -> str:
+        return self.label
+
+    @property
+    def is_active(self) -> bool:
+        return self.unpinned_at is None
+
+
+class StreamTail(models.Model):
+    """The last words of the agent's reasoning at one turn end."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tails")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tails")
+    event = models.OneToOneField(LifecycleEvent, on_delete=models.CASCADE, related_name="tail")
+    text = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    token_count = models.PositiveIntegerField(default=0)
+    captured_at = models.DateTimeField()
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-captured_at", "-id"]
+        indexes: ClassVar = [models.Index(fields=["session", "-captured_at"], name="tail_latest")]
+
+    def __str__(self) -> str:
+        return f"tail of {self.session_id} at {self.captured_at:%Y-%m-%d %H:%M}"
+
+
+class Observation(models.Model):
+    """One tool use, with short digests of what went in and came out."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="observations")
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="observations")
+    event = models.OneToOneField(
+        LifecycleEvent, on_delete=models.CASCADE, related_name="observation"
+    )
+    tool_name = models.CharField(max_length=200)
+    input_digest = models.TextField(blank=True)
+    output_digest = models.TextField(blank=True)
+    failed = models.BooleanField(default=False)
+    occurred_at = models.DateTimeField()
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["occurred_at", "id"]
+        indexes: ClassVar = [
+            models.Index(fields=["session", "occurred_at"], name="observation_session_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool_name} in {self.session_id}"
+
+
+class Summary(models.Model):
+    """A session's summary in five sections, and how it was made."""
+
+    EXTRACTIVE = "extractive"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="summaries")
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="summary")
+    request = models.TextField(blank=True)
+    investigated = models.TextField(blank=True)
+    learned = models.TextField(blank=True)
+    completed = models.TextField(blank=True)
+    next_steps = models.TextField(blank=True)
+    final_message = models.TextField(blank=True)
+    method = models.CharField(max_length=200, default=EXTRACTIVE)
+    fallback_reason = models.CharField(max_length=300, blank=True)
+    llm_tokens = models.PositiveIntegerField(default=0)
+    events_seen = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        verbose_name_plural = "summaries"
+
+    def __str__(self) -> str:
+        return f"summary of {self.session_id}"
+
+    SECTIONS = ("request", "investigated", "learned", "completed", "next_steps")
+
+
+class SessionFeatures(models.Model):
+    """What scoring reads: hot topics, active projects, pending tasks."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="features")
+    session = models.OneToOneField(Session, on_delete=models.CASCADE, related_name="features")
+    hot_topics = models.JSONField(default=list, blank=True)
+    active_projects = models.JSONField(default=list, blank=True)
+    pending_tasks = models.JSONField(default=list, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "session features"
+
+    def __str__(self) -> str:
+        return f"features of {self.session_id}"
+
+
+class LlmUsage(models.Model):
+    """Tokens a team's summaries spent on an LLM, per day (the budget's ledger)."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="llm_usage")
+    day = models.DateField()
+    tokens = models.PositiveIntegerField(default=0)
+    calls = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints: ClassVar = [
+            models.UniqueConstraint(fields=["team", "day"], name="llm_usage_unique_day")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team} {self.day}: {self.tokens}"
+
+
+class TaskFailure(models.Model):
+    """A background task that raised: kept so failures are visible in the admin."""
+
+    task_name = models.CharField(max_length=200)
+    task_id = models.CharField(max_length=200, blank=True)
+    args = models.JSONField(default=list, blank=True)
+    exception = models.TextField()
+    traceback = models.TextField(blank=True)
+    occurred_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-occurred_at"]
+
+    def __str__(self) -> str:
+        return f"{self.task_name} at {self.occurred_at:%Y-%m-%d %H:%M}"
+
+
+class ContinuityRecord(models.Model):
+    """Every preamble served: for which session, from what, and why."""
+
+    class Trigger(models.TextChoices):
+        AUTOMATIC = "automatic", "Automatic"
+        MANUAL = "manual", "Manual continue"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="continuity_records")
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="continuity_records"
+    )
+    trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    candidates = models.JSONField(default=list, blank=True, help_text="Every session scored")
+    sources = models.ManyToManyField(Session, related_name="continuity_given", blank=True)
+    inherited_pins = models.JSONField(default=list, blank=True)
+    keywords = models.JSONField(default=list, blank=True)
+    preamble = models.TextField(blank=True)
+    requested_by = models.CharField(max_length=200, blank=True)
+    requested_by_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes: ClassVar = [
+            models.Index(fields=["session", "trigger"], name="continuity_session_trigger")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.trigger} continuity for {self.session_id}"

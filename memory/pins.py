@@ -1,0 +1,118 @@
+"""Pins: an agent's working memory, at most ``MAX_ACTIVE_PINS`` active, labels unique."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from lifecycle.models import Agent, Session
+from sessionhub.errors import Conflict, ValidationFailed
+
+from .models import Pin
+from .redaction import RULES_VERSION, redact_text
+
+LABEL_MAX = 200
+CONTENT_MAX = 4000
+
+
+class PinCapReached(Conflict):
+    code = "pin_cap_reached"
+
+
+class PinLabelTaken(Conflict):
+    code = "pin_label_taken"
+
+
+def active_pins(agent: Agent) -> QuerySet[Pin]:
+    return Pin.objects.filter(agent=agent, unpinned_at__isnull=True).order_by("pinned_at", "id")
+
+
+def _clean(label: Any, content: Any, priority: Any) -> tuple[str, str, str]:
+    if not isinstance(label, str) or not label.strip():
+        raise ValidationFailed("label is required", code="invalid", extra={"field": "label"})
+    if len(label) > LABEL_MAX:
+        raise ValidationFailed(
+            f"label is longer than {LABEL_MAX}", code="invalid", extra={"field": "label"}
+        )
+    if not isinstance(content, str) or len(content) > CONTENT_MAX:
+        raise ValidationFailed(
+            f"content must be a string of at most {CONTENT_MAX} characters",
+            code="invalid",
+            extra={"field": "content"},
+        )
+    if priority not in Pin.Priority.values:
+        raise ValidationFailed(
+            "priority must be normal or critical", code="invalid", extra={"field": "priority"}
+        )
+    return redact_text(label.strip()), redact_text(content), priority
+
+
+@transaction.atomic
+def pin_create(
+    *,
+    agent: Agent,
+    label: str,
+    content: str = "",
+    priority: str = Pin.Priority.NORMAL,
+    origin_session: Session | None = None,
+    inherited_from: Pin | None = None,
+    inherited_into: Session | None = None,
+) -> Pin:
+    """Pin something for an agent; a clear 409 past the cap or on a duplicate label."""
+    label, content, priority = _clean(label, content, priority)
+    # The agent row is the lock that serializes pin writes for one agent.
+    Agent.objects.select_for_update().filter(pk=agent.pk).first()
+    active = active_pins(agent)
+    cap = settings.SESSIONHUB["MAX_ACTIVE_PINS"]
+    if active.filter(label=label).exists():
+        raise PinLabelTaken(f"An active pin is already labelled {label!r}")
+    if active.count() >= cap:
+        raise PinCapReached(
+            f"The agent already has {cap} active pins; unpin one first", extra={"cap": cap}
+        )
+    try:
+        with transaction.atomic():
+            return Pin.objects.create(
+                team_id=agent.team_id,
+                agent=agent,
+                label=label,
+                content=content,
+                priority=priority,
+                pinned_at=timezone.now(),
+                origin_session=origin_session,
+                inherited_from=inherited_from,
+                inherited_into=inherited_into,
+                redaction_version=RULES_VERSION,
+            )
+    except IntegrityError as exc:
+        raise PinLabelTaken(f"An active pin is already labelled {label!r}") from exc
+
+
+@transaction.atomic
+def pin_update(*, pin: Pin, **changes: Any) -> Pin:
+    """Change a pin's label, content or priority."""
+    if not pin.is_active:
+        raise Conflict("This pin was unpinned", code="pin_unpinned")
+    label, content, priority = _clean(
+        changes.get("label", pin.label),
+        changes.get("content", pin.content),
+        changes.get("priority", pin.priority),
+    )
+    if label != pin.label and active_pins(pin.agent).filter(label=label).exists():
+        raise PinLabelTaken(f"An active pin is already labelled {label!r}")
+    pin.label, pin.content, pin.priority = label, content, priority
+    pin.redaction_version = RULES_VERSION
+    pin.save(update_fields=["label", "content", "priority", "redaction_version", "updated_at"])
+    return pin
+
+
+def pin_unpin(*, pin: Pin) -> Pin:
+    """Unpin (kept for provenance, no longer active); unpinning twice is a no-op."""
+    if pin.unpinned_at is None:
+        pin.unpinned_at = timezone.now()
+        pin.save(update_fields=["unpinned_at", "updated_at"])
+    return pin

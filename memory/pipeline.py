@@ -1,0 +1,320 @@
+"""Distilling a session: tails, observations, features and the summary.
+
+Every step is idempotent: derived rows hang off the event they came from (one
+observation per tool-use event, one tail per turn end) or off the session (one summary,
+one features row) and are rebuilt from the stored, already redacted events. Running the
+pipeline twice changes nothing more.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.utils import timezone
+
+from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus, Source
+
+from . import features as feature_lib
+from .models import LlmUsage, Observation, Pin, SessionFeatures, StreamTail, Summary
+from .redaction import RULES_VERSION, redact_text, redact_value
+from .summaries import (
+    LlmUnavailable,
+    SummaryInput,
+    llm_config,
+    summarize_extractive,
+    summarize_llm,
+)
+from .tails import tail_words
+
+logger = logging.getLogger(__name__)
+
+DIGEST_LIMIT = 300
+FEATURE_EVENT_LIMIT = 5000
+
+
+def digest(value: Any, limit: int = DIGEST_LIMIT) -> str:
+    """A short one-line rendering of a tool input or output: never whole files."""
+    if value is None:
+        return ""
+    if isinstance(value, dict):
+        # The few keys that say what a tool did, before the bulk.
+        preferred = [
+            k
+            for k in ("command", "file_path", "filePath", "path", "pattern", "url", "query")
+            if k in value
+        ]
+        if preferred:
+            text = " ".join(str(value[k]) for k in preferred)
+        else:
+            text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    elif isinstance(value, list):
+        text = json.dumps(value, ensure_ascii=False, default=str)
+    else:
+        text = str(value)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tool_io(event: LifecycleEvent) -> tuple[Any, Any]:
+    payload = event.payload or {}
+    if event.source == Source.CLAUDE_CODE:
+        return payload.get("tool_input"), payload.get("tool_response", payload.get("error"))
+    if event.source == Source.OPENCLAW:
+        inner = payload.get("event") or {}
+        return inner.get("params"), inner.get("result", inner.get("error"))
+    inner = payload
+    return inner.get("input", inner.get("params")), inner.get("output", inner.get("result"))
+
+
+def _observations_record(session: Session, events: list[LifecycleEvent]) -> None:
+    rows = []
+    for event in events:
+        if event.kind != EventKind.TOOL_USE or event.phase == "pre":
+            continue
+        tool_input, tool_output = _tool_io(event)
+        rows.append(
+            Observation(
+                team_id=session.team_id,
+                session=session,
+                event=event,
+                tool_name=str(event.facts.get("tool_name") or "tool")[:200],
+                input_digest=redact_text(digest(tool_input)),
+                output_digest=redact_text(digest(tool_output)),
+                failed=bool(event.facts.get("failed")),
+                occurred_at=event.occurred_at,
+                redaction_version=RULES_VERSION,
+            )
+        )
+    Observation.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
+    max_tokens = settings.SESSIONHUB["TAIL_TOKENS"]
+    rows = []
+    for event in events:
+        if event.kind != EventKind.TURN_END:
+            continue
+        reasoning = str(event.facts.get("reasoning") or "")
+        final = str(event.facts.get("final_message") or "")
+        if not reasoning and not final:
+            continue
+        text = tail_words(reasoning, max_tokens)
+        rows.append(
+            StreamTail(
+                team_id=session.team_id,
+                session=session,
+                event=event,
+                text=redact_text(text),
+                final_message=redact_text(final),
+                token_count=len(text.split()),
+                captured_at=event.occurred_at,
+                redaction_version=RULES_VERSION,
+            )
+        )
+    StreamTail.objects.bulk_create(rows, ignore_conflicts=True)
+
+
+def _texts(session: Session) -> dict[str, list[str]]:
+    """The session's words by kind, from its stored events."""
+    rows = (
+        LifecycleEvent.objects.filter(
+            session=session, kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END]
+        )
+        .exclude(phase="pre")
+        .order_by("occurred_at", "id")
+        .values_list("kind", "facts", "payload", "source")[:FEATURE_EVENT_LIMIT]
+    )
+    texts: dict[str, list[str]] = {"prompts": [], "tools": [], "finals": [], "reasoning": []}
+    for kind, facts, payload, source in rows:
+        facts = facts or {}
+        if kind == EventKind.PROMPT:
+            texts["prompts"].append(str(facts.get("text") or ""))
+        elif kind == EventKind.TOOL_USE:
+            event = LifecycleEvent(kind=kind, payload=payload or {}, source=source)
+            tool_input, _ = _tool_io(event)
+            texts["tools"].append(digest(tool_input))
+        else:
+            if facts.get("final_message"):
+                texts["finals"].append(str(facts["final_message"]))
+            if facts.get("reasoning"):
+                texts["reasoning"].append(str(facts["reasoning"]))
+    return texts
+
+
+def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionFeatures:
+    pins = list(
+        Pin.objects.filter(agent_id=session.agent_id, unpinned_at__isnull=True).values_list(
+            "label", "content"
+        )
+    )
+    pin_texts = [f"{label}. {content}" for label, content in pins]
+    topics = feature_lib.hot_topics(texts["prompts"] + pin_texts + texts["tools"])
+    pending = feature_lib.pending_tasks(
+        [("pin", t) for t in pin_texts]
+        + [("prompt", t) for t in texts["prompts"]]
+        + [("reasoning", t) for t in texts["reasoning"]]
+        + [("final_message", t) for t in texts["finals"]]
+    )
+    projects = [p for p in [session.project, session.cwd] if p]
+    projects = list(dict.fromkeys(projects))
+    row, _ = SessionFeatures.objects.update_or_create(
+        session=session,
+        defaults={
+            "team_id": session.team_id,
+            "hot_topics": topics,
+            "active_projects": projects,
+            "pending_tasks": [task.as_dict() for task in pending],
+        },
+    )
+    return row
+
+
+def _llm_budget_left(team_id: int, budget: int) -> int:
+    used = (
+        LlmUsage.objects.filter(team_id=team_id, day=timezone.now().date())
+        .values_list("tokens", flat=True)
+        .first()
+    )
+    return budget - (used or 0)
+
+
+def _llm_spend(team_id: int, day: date, tokens: int) -> None:
+    try:
+        with transaction.atomic():
+            LlmUsage.objects.get_or_create(team_id=team_id, day=day)
+    except IntegrityError:
+        pass
+    LlmUsage.objects.filter(team_id=team_id, day=day).update(
+        tokens=F("tokens") + tokens, calls=F("calls") + 1
+    )
+
+
+def summary_build(session: Session, texts: dict[str, list[str]] | None = None) -> Summary:
+    """(Re)build the session's summary; the LLM when configured and within budget."""
+    texts = texts if texts is not None else _texts(session)
+    observations = list(
+        Observation.objects.filter(session=session).values_list("tool_name", "input_digest")
+    )
+    features = SessionFeatures.objects.filter(session=session).first()
+    pending = [t["text"] for t in (features.pending_tasks if features else [])]
+    final = texts["finals"][-1] if texts["finals"] else ""
+    data = SummaryInput(
+        prompts=texts["prompts"],
+        observations=observations,
+        reasoning=texts["reasoning"],
+        final_message=final,
+        pending=pending,
+    )
+    draft = None
+    fallback = ""
+    config = llm_config()
+    if config is not None:
+        budget = session.team.llm_daily_token_budget
+        if _llm_budget_left(session.team_id, budget) <= 0:
+            fallback = "daily LLM token budget spent; extractive summary"
+        else:
+            try:
+                draft = summarize_llm(data, config)
+            except LlmUnavailable as exc:
+                fallback = f"LLM unavailable ({exc}); extractive summary"
+                logger.warning("summary LLM failed for session %s: %s", session.pk, exc)
+            if draft is not None and draft.llm_tokens:
+                _llm_spend(session.team_id, timezone.now().date(), draft.llm_tokens)
+    if draft is None:
+        draft = summarize_extractive(data)
+        draft.fallback_reason = fallback
+    sections = {name: redact_text(value) for name, value in draft.sections().items()}
+    summary, _ = Summary.objects.update_or_create(
+        session=session,
+        defaults={
+            "team_id": session.team_id,
+            **sections,
+            "final_message": redact_text(final),
+            "method": draft.method,
+            "fallback_reason": draft.fallback_reason[:300],
+            "llm_tokens": draft.llm_tokens,
+            "events_seen": session.event_count,
+            "redaction_version": RULES_VERSION,
+        },
+    )
+    return summary
+
+
+def _wants_summary(session: Session, new_events: list[LifecycleEvent]) -> bool:
+    if session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
+        summary = Summary.objects.filter(session=session).only("events_seen").first()
+        return summary is None or summary.events_seen != session.event_count
+    # Claude Code's Stop closes a turn the user may never follow up: summarize there too.
+    return any(e.kind == EventKind.TURN_END and e.source == Source.CLAUDE_CODE for e in new_events)
+
+
+def session_process(session_id: str) -> bool:
+    """Bring a session's memory up to date with its events. False if no such session."""
+    session = Session.objects.select_related("team").filter(pk=session_id).first()
+    if session is None:
+        return False
+    dirty_mark = session.memory_dirty_at
+    new_events = list(
+        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor).order_by("id")
+    )
+    _observations_record(session, new_events)
+    _tails_record(session, new_events)
+    texts = _texts(session)
+    _features_refresh(session, texts)
+    if _wants_summary(session, new_events):
+        summary_build(session, texts)
+    cursor = max((e.id for e in new_events), default=session.memory_cursor)
+    # Clear the outbox mark only if no event came in meanwhile (a newer mark means another
+    # run is queued and will see those events).
+    Session.objects.filter(pk=session.pk, memory_dirty_at=dirty_mark).update(
+        memory_dirty_at=None, memory_cursor=cursor
+    )
+    Session.objects.filter(pk=session.pk, memory_cursor__lt=cursor).update(memory_cursor=cursor)
+    return True
+
+
+def latest_tail(session: Session) -> StreamTail | None:
+    return StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first()
+
+
+def rows_reredact(*, model: Any, fields: list[str], batch: int = 500) -> int:
+    """Redact stored rows written under older rules; returns how many changed."""
+    changed = 0
+    queryset = model.objects.filter(redaction_version__lt=RULES_VERSION).order_by("pk")
+    last_pk: Any = None
+    while True:
+        page = queryset if last_pk is None else queryset.filter(pk__gt=last_pk)
+        rows = list(page[:batch])
+        if not rows:
+            break
+        for row in rows:
+            for name in fields:
+                setattr(row, name, redact_value(getattr(row, name)))
+            row.redaction_version = RULES_VERSION
+        model.objects.bulk_update(rows, [*fields, "redaction_version"])
+        changed += len(rows)
+        last_pk = rows[-1].pk
+    return changed
+
+
+def reredact_everything(progress: Any = None) -> dict[str, int]:
+    """Re-redact every kind of stored row; ``progress(name, count)`` is told as it goes."""
+    plan: list[tuple[Any, list[str]]] = [
+        (LifecycleEvent, ["payload", "facts"]),
+        (Pin, ["label", "content"]),
+        (StreamTail, ["text", "final_message"]),
+        (Observation, ["input_digest", "output_digest"]),
+        (Summary, [*Summary.SECTIONS, "final_message"]),
+    ]
+    changed: dict[str, int] = {}
+    for model, fields in plan:
+        changed[model.__name__] = rows_reredact(model=model, fields=fields)
+        if progress is not None:
+            progress(model.__name__, changed[model.__name__])
+    return changed

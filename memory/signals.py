@@ -1,0 +1,32 @@
+"""Task failures land in the database so the admin shows them."""
+
+from __future__ import annotations
+
+import logging
+import traceback as tb
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+def record_task_failure(
+    sender: Any = None,
+    task_id: str | None = None,
+    exception: BaseException | None = None,
+    args: Any = None,
+    traceback: Any = None,
+    **_: Any,
+) -> None:
+    """Store one failed task run (never raising: a failure to record is only logged)."""
+    from .models import TaskFailure
+
+    try:
+        TaskFailure.objects.create(
+            task_name=getattr(sender, "name", str(sender))[:200],
+            task_id=(task_id or "")[:200],
+            args=[str(a)[:200] for a in (args or [])],
+            exception=f"{exception.__class__.__name__}: {exception}"[:2000] if exception else "",
+            traceback="".join(tb.format_tb(traceback))[-8000:] if traceback else "",
+        )
+    except Exception:
+        logger.exception("could not record a task failure")

@@ -1,0 +1,183 @@
+"""Session summaries: an extractive summarizer that needs no model, and an optional
+OpenAI-compatible chat endpoint whose every failure falls back to it."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+SECTIONS = ("request", "investigated", "learned", "completed", "next_steps")
+SECTION_LIMIT = 1200
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])|\n+")
+_NEXT = re.compile(r"^(?:next(?: step)?s?\b|todo\b|remaining\b|follow[- ]up\b|then\b)", re.I)
+_LEARNED = re.compile(
+    r"\b(?:root cause|because|the (?:issue|problem|bug|fix) (?:is|was)|turns out|found that|"
+    r"learned|realized|the cause)\b",
+    re.I,
+)
+
+
+@dataclass
+class SummaryInput:
+    """What a summary is built from, all already redacted."""
+
+    prompts: list[str] = field(default_factory=list)
+    observations: list[tuple[str, str]] = field(default_factory=list)  # (tool, input digest)
+    reasoning: list[str] = field(default_factory=list)
+    final_message: str = ""
+    pending: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SummaryDraft:
+    """Five sections and how they were made."""
+
+    request: str = ""
+    investigated: str = ""
+    learned: str = ""
+    completed: str = ""
+    next_steps: str = ""
+    method: str = "extractive"
+    fallback_reason: str = ""
+    llm_tokens: int = 0
+
+    def sections(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in SECTIONS}
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text or "") if s and s.strip()]
+
+
+def _clip(text: str, limit: int = SECTION_LIMIT) -> str:
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def summarize_extractive(data: SummaryInput) -> SummaryDraft:
+    """A summary from the session's own words: no model, deterministic."""
+    request = " / ".join(p.strip() for p in data.prompts[:3] if p.strip())
+
+    seen: set[str] = set()
+    steps: list[str] = []
+    for tool, digest in data.observations:
+        line = f"{tool} {digest}".strip() if digest else tool
+        if line not in seen:
+            seen.add(line)
+            steps.append(line)
+    investigated = "; ".join(steps[:12])
+    if len(steps) > 12:
+        investigated += f"; and {len(steps) - 12} more"
+
+    final_sentences = _sentences(data.final_message)
+    completed = " ".join(s for s in final_sentences if not _NEXT.match(s))
+    next_steps = [s for s in final_sentences if _NEXT.match(s)]
+
+    learned: list[str] = []
+    for text in data.reasoning:
+        for sentence in _sentences(text):
+            if _NEXT.match(sentence):
+                if sentence not in next_steps:
+                    next_steps.append(sentence)
+            elif _LEARNED.search(sentence) and sentence not in learned:
+                learned.append(sentence)
+    for task in data.pending:
+        if all(task not in s for s in next_steps):
+            next_steps.append(task)
+
+    return SummaryDraft(
+        request=_clip(request),
+        investigated=_clip(investigated),
+        learned=_clip(" ".join(learned[-4:])),
+        completed=_clip(completed),
+        next_steps=_clip(" ".join(next_steps)),
+    )
+
+
+# --- the LLM path ------------------------------------------------------------------------
+
+
+class LlmUnavailable(Exception):
+    """The configured endpoint failed, timed out or answered something unusable."""
+
+
+_PROMPT = (
+    "You summarize one AI coding-agent session for the team's memory. Answer with a JSON "
+    "object only, with the string keys request, investigated, learned, completed and "
+    "next_steps, each at most three sentences. 'completed' must reflect the agent's final "
+    "message. Never include secrets."
+)
+
+
+def llm_config() -> dict[str, Any] | None:
+    config = settings.SESSIONHUB.get("LLM") or {}
+    if not config.get("URL") or not config.get("MODEL"):
+        return None
+    return config
+
+
+def summarize_llm(data: SummaryInput, config: dict[str, Any]) -> SummaryDraft:
+    """Ask an OpenAI-compatible ``/chat/completions`` endpoint; LlmUnavailable on any failure."""
+    material = {
+        "prompts": data.prompts[:10],
+        "tool_uses": [f"{t} {d}" for t, d in data.observations[:40]],
+        "reasoning": data.reasoning[-5:],
+        "final_message": data.final_message,
+        "pending_tasks": data.pending,
+    }
+    body = {
+        "model": config["MODEL"],
+        "messages": [
+            {"role": "system", "content": _PROMPT},
+            {"role": "user", "content": json.dumps(material, ensure_ascii=False)},
+        ],
+        "temperature": 0,
+        "max_tokens": int(config.get("MAX_TOKENS", 600)),
+    }
+    url = config["URL"].rstrip("/") + "/chat/completions"
+    request = urllib.request.Request(  # noqa: S310 - the URL is the operator's own setting
+        url,
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"}
+        | ({"Authorization": f"Bearer {config['API_KEY']}"} if config.get("API_KEY") else {}),
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=float(config.get("TIMEOUT", 20))) as response:  # noqa: S310
+            answer = json.loads(response.read().decode("utf-8"))
+    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+        raise LlmUnavailable(f"{exc.__class__.__name__}: {exc}"[:280]) from exc
+    try:
+        content = answer["choices"][0]["message"]["content"]
+        content = content.strip()
+        if content.startswith("```"):
+            content = content.strip("`").removeprefix("json").strip()
+        sections = json.loads(content)
+        if not isinstance(sections, dict):
+            raise TypeError("not an object")
+        usage = answer.get("usage") or {}
+        tokens = int(usage.get("total_tokens") or 0)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise LlmUnavailable(f"unusable answer: {exc}"[:280]) from exc
+    draft = SummaryDraft(method=str(config["MODEL"])[:200], llm_tokens=tokens)
+    for name in SECTIONS:
+        value = sections.get(name, "")
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value)
+        setattr(draft, name, _clip(str(value)))
+    if not draft.completed and data.final_message:
+        draft.completed = _clip(data.final_message)
+    return draft

@@ -1,0 +1,50 @@
+"""Background work: thin wrappers that load ids, call a service and handle retries."""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import InterfaceError, OperationalError
+
+from . import pipeline
+
+# Database hiccups are worth retrying; anything else is a bug and is recorded.
+_RETRY = {
+    "autoretry_for": (OperationalError, InterfaceError),
+    "retry_backoff": 2,
+    "retry_backoff_max": 120,
+    "retry_jitter": True,
+    "max_retries": 8,
+    "acks_late": True,
+}
+
+
+@shared_task(**_RETRY)
+def process_session(session_id: str) -> bool:
+    """Distil a session's new events: observations, tails, features, summary."""
+    return pipeline.session_process(session_id)
+
+
+@shared_task(**_RETRY)
+def summarize_session(session_id: str) -> bool:
+    """Rebuild one session's summary on request."""
+    from lifecycle.models import Session
+
+    session = Session.objects.select_related("team").filter(pk=session_id).first()
+    if session is None:
+        return False
+    pipeline.summary_build(session)
+    return True
+
+
+@shared_task(**_RETRY)
+def reredact_all() -> int:
+    """Re-apply the current redaction rules to every stored row written under older ones."""
+    return sum(pipeline.reredact_everything().values())
+
+
+@shared_task(**_RETRY)
+def apply_retention() -> int:
+    """Archive then delete sessions past the retention age (off when RETENTION_DAYS is 0)."""
+    from .retention import retention_apply
+
+    return retention_apply().deleted
