@@ -1,0 +1,1375 @@
+#!/usr/bin/env python3
+"""SessionHub hook client for Claude Code.
+
+Claude Code runs this file as a command hook: it reads the hook's JSON on stdin, adds a
+``sessionhub`` key (event id, timestamp, git remote, final message, reasoning tail), and
+posts it to ``{SESSIONHUB_URL}/api/v1/hooks/claude-code``. When the server cannot be
+reached the event goes to a local spool that the next hook call (or ``flush``) sends
+first. On ``SessionStart`` it asks the server for a continuity preamble and prints it as
+``hookSpecificOutput.additionalContext``; nothing else is ever written to stdout in hook
+mode, and the hook never fails.
+
+Standard library only, and only cheap modules imported at start-up: hooks run on the
+agent's hot path, so everything heavier is imported where it is used.
+
+Subcommands: (none) hook mode, ``install``, ``uninstall``, ``status``, ``flush``,
+``--version``. Run ``sessionhub_hook.py --help`` for details.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+VERSION = "0.1.0"
+CLIENT = f"sessionhub-hook/{VERSION}"
+
+HOOKS_PATH = "/api/v1/hooks/claude-code"
+CONTINUITY_PATH = "/api/v1/continuity"
+
+DEFAULT_TIMEOUT = 2.0
+# Time kept back from the network so the spool can still be written before the deadline.
+SPOOL_RESERVE = 0.25
+FLUSH_COMMAND_TIMEOUT = 30.0
+
+MAX_BATCH_EVENTS = 1000
+MAX_BATCH_BYTES = 1 << 20
+MAX_RESPONSE_BYTES = 1 << 20
+
+TAIL_CHARS = 2000
+TRANSCRIPT_WINDOW = 256 * 1024
+TRANSCRIPT_WINDOW_MAX = 4 * 1024 * 1024
+
+LOG_MAX_BYTES = 1 << 20
+
+# Answers that will not get better by sending the same body again.
+PERMANENT_CODES = frozenset({400, 401, 403, 404, 413})
+
+TRANSCRIPT_EVENTS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
+# SessionStart sources that get no preamble: after a compaction the conversation goes on,
+# and the preamble served at its start is already part of the compacted summary.
+NO_PREAMBLE_SOURCES = frozenset({"compact"})
+
+INSTALL_EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "Stop",
+    "SubagentStop",
+    "PreCompact",
+    "SessionEnd",
+)
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+INSTALL_HOOK_TIMEOUT = 10  # seconds; Claude Code's own limit, the client stops well before
+OUR_COMMAND_MARKERS = ("sessionhub-hook", "sessionhub_hook")
+
+
+# --------------------------------------------------------------------------- config
+
+
+def sessionhub_dir() -> str:
+    """Return the client's home folder, ~/.sessionhub."""
+    return os.path.join(os.path.expanduser("~"), ".sessionhub")
+
+
+class Config:
+    """Settings from the environment and ~/.sessionhub/config.json (environment wins)."""
+
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        env = os.environ if env is None else env
+        home = sessionhub_dir()
+        self.config_path = os.path.expanduser(
+            env.get("SESSIONHUB_CONFIG") or os.path.join(home, "config.json")
+        )
+        self.log_path = os.path.join(home, "hook.log")
+        self.file_error = ""
+        data = self._read_file()
+        self.url_source = "env" if env.get("SESSIONHUB_URL") else "config"
+        self.token_source = "env" if env.get("SESSIONHUB_TOKEN") else "config"
+        self.url = _clean_base_url(env.get("SESSIONHUB_URL") or _str(data.get("url")))
+        self.token = (env.get("SESSIONHUB_TOKEN") or _str(data.get("token"))).strip()
+        self.timeout = _parse_timeout(env.get("SESSIONHUB_TIMEOUT"), data.get("timeout"))
+        spool = env.get("SESSIONHUB_SPOOL") or _str(data.get("spool_path"))
+        self.spool_path = os.path.expanduser(spool or os.path.join(home, "spool.jsonl"))
+
+    def _read_file(self) -> dict:
+        """Load the JSON config file; a missing or broken file counts as empty."""
+        try:
+            with open(self.config_path, encoding="utf-8") as handle:
+                data = json.load(handle)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as exc:
+            self.file_error = f"cannot read {self.config_path}: {exc}"
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    @property
+    def configured(self) -> bool:
+        """Whether both a server URL and a token are known."""
+        return bool(self.url and self.token)
+
+    @property
+    def hooks_url(self) -> str:
+        """Endpoint that takes Claude Code hook payloads."""
+        return self.url + HOOKS_PATH
+
+    @property
+    def continuity_url(self) -> str:
+        """Endpoint that answers with the continuity preamble."""
+        return self.url + CONTINUITY_PATH
+
+
+def _str(value: object) -> str:
+    """Return value if it is a string, else an empty string."""
+    return value if isinstance(value, str) else ""
+
+
+def _clean_base_url(url: str) -> str:
+    """Normalise the server URL to its base (no trailing slash or API path)."""
+    url = url.strip().rstrip("/")
+    for suffix in (HOOKS_PATH, CONTINUITY_PATH, "/api/v1", "/api"):
+        if url.endswith(suffix):
+            url = url[: -len(suffix)].rstrip("/")
+            break
+    return url
+
+
+def _parse_timeout(*candidates: object) -> float:
+    """Pick the first usable timeout (seconds) and keep it within sane bounds."""
+    for value in candidates:
+        if value is None or value == "":
+            continue
+        try:
+            seconds = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+        if seconds == seconds:  # not NaN
+            return min(max(seconds, 0.2), 120.0)
+    return DEFAULT_TIMEOUT
+
+
+# --------------------------------------------------------------------------- logging
+
+
+def log(message: str, path: str | None = None) -> None:
+    """Append one line to the client's log file, rotating it past 1 MB; never raises."""
+    try:
+        path = path or os.path.join(sessionhub_dir(), "hook.log")
+        _ensure_dir(os.path.dirname(path))
+        try:
+            if os.path.getsize(path) > LOG_MAX_BYTES:
+                os.replace(path, path + ".1")
+        except OSError:
+            pass
+        line = f"{_utc_now()} pid={os.getpid()} {message}".replace("\n", " ")
+        with open(path, "a", encoding="utf-8", errors="replace") as handle:
+            handle.write(line[:4000] + "\n")
+    except Exception:  # noqa: S110, BLE001 - the log is best effort by design
+        pass
+
+
+def _ensure_dir(path: str) -> None:
+    """Create a private folder if it does not exist yet."""
+    if path and not os.path.isdir(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+
+
+def _utc_now() -> str:
+    """Current UTC time as ISO-8601 with milliseconds and a Z."""
+    now = time.time()
+    millis = int(now * 1000) % 1000
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{millis:03d}Z"
+
+
+# --------------------------------------------------------------------------- deadline
+
+
+class Deadline:
+    """A total time budget: network work stops early so the spool can still be written."""
+
+    def __init__(self, seconds: float, reserve: float = SPOOL_RESERVE) -> None:
+        self.start = time.monotonic()
+        self.end = self.start + seconds
+        self.net_end = self.end - min(reserve, seconds / 4)
+
+    def remaining(self) -> float:
+        """Seconds left for the whole run."""
+        return self.end - time.monotonic()
+
+    def net_remaining(self) -> float:
+        """Seconds left for network calls."""
+        return self.net_end - time.monotonic()
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class Reply:
+    """Outcome of one POST: kind is ok, transient or permanent."""
+
+    def __init__(self, kind: str, code: int = 0, data: object = None, error: str = "") -> None:
+        self.kind = kind
+        self.code = code
+        self.data = data
+        self.error = error
+
+    def describe(self) -> str:
+        """Short text for the log."""
+        if self.code:
+            detail = self.error or _short(self.data)
+            return f"HTTP {self.code} {detail}".strip()
+        return self.error or self.kind
+
+
+def _short(data: object, limit: int = 300) -> str:
+    """Compact one-line rendering of a server answer."""
+    if data is None:
+        return ""
+    text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=True)
+    return text[:limit]
+
+
+def classify(code: int) -> str:
+    """Map an HTTP status to ok, transient or permanent."""
+    if 200 <= code < 300:
+        return "ok"
+    if code == 429 or code >= 500 or code == 408:
+        return "transient"
+    return "permanent"
+
+
+def post_json(url: str, token: str, body: bytes, deadline: Deadline) -> Reply:
+    """POST a JSON body, never running past the deadline (a worker thread enforces it)."""
+    budget = deadline.net_remaining()
+    if budget <= 0.02:
+        return Reply("transient", error="no time left")
+    import threading
+
+    box: dict[str, object] = {}
+
+    def work() -> None:
+        try:
+            box["result"] = _urlopen_post(url, token, body, budget)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller below
+            box["error"] = exc
+
+    worker = threading.Thread(target=work, name="sessionhub-post", daemon=True)
+    worker.start()
+    worker.join(budget)
+    if worker.is_alive():
+        # The socket timeout is per operation, so a slow server could keep us longer;
+        # the daemon thread is abandoned and dies with the process.
+        return Reply("transient", error=f"timed out after {budget:.2f}s")
+    if "error" in box:
+        exc = box["error"]
+        if isinstance(exc, ValueError):  # bad URL or header: a configuration error
+            return Reply("permanent", error=f"cannot build the request to {url!r}: {exc}")
+        return Reply("transient", error=f"{type(exc).__name__}: {exc}")
+    code, raw = box["result"]  # type: ignore[misc]
+    data: object = None
+    if raw:
+        try:
+            data = json.loads(raw)
+        except ValueError:
+            data = raw[:300].decode("utf-8", "replace")
+    kind = classify(code)
+    error = ""
+    if 300 <= code < 400:
+        error = "redirected: point SESSIONHUB_URL at the final address"
+    return Reply(kind, code=code, data=data, error=error)
+
+
+def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[int, bytes]:
+    """Do the HTTP request with urllib; redirects are not followed (they drop POST bodies)."""
+    import urllib.error
+    import urllib.request
+
+    class NoRedirect(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+            return None
+
+    if not url.lower().startswith(("http://", "https://")):
+        raise ValueError("the URL must start with http:// or https://")
+    request = urllib.request.Request(  # noqa: S310 - scheme checked just above
+        url,
+        data=body,
+        method="POST",
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Content-Type": "application/json",
+            "Accept": "application/json",
+            "User-Agent": CLIENT,
+        },
+    )
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        with opener.open(request, timeout=max(timeout, 0.05)) as response:
+            return response.status, response.read(MAX_RESPONSE_BYTES)
+    except urllib.error.HTTPError as exc:
+        try:
+            raw = exc.read(MAX_RESPONSE_BYTES)
+        except Exception:  # noqa: BLE001 - the status code is what matters
+            raw = b""
+        return exc.code, raw
+
+
+# --------------------------------------------------------------------------- locking
+
+
+class FileLock:
+    """An exclusive advisory lock on a side file (flock; msvcrt on Windows)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd: int | None = None
+
+    def acquire(self, wait_until: float | None) -> bool:
+        """Take the lock, polling until the monotonic time wait_until (None: try once)."""
+        _ensure_dir(os.path.dirname(self.path))
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        while True:
+            try:
+                _lock_fd(fd)
+            except OSError:
+                if wait_until is None or time.monotonic() >= wait_until:
+                    os.close(fd)
+                    return False
+                time.sleep(0.005)
+                continue
+            self.fd = fd
+            return True
+
+    def release(self) -> None:
+        """Drop the lock."""
+        if self.fd is None:
+            return
+        try:
+            _unlock_fd(self.fd)
+        finally:
+            os.close(self.fd)
+            self.fd = None
+
+
+def _lock_fd(fd: int) -> None:
+    """Take a non-blocking exclusive lock on fd, raising OSError when it is held."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def _unlock_fd(fd: int) -> None:
+    """Release a lock taken by _lock_fd."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+# --------------------------------------------------------------------------- spool
+
+
+class Spool:
+    """The JSONL file of events waiting to be sent, one complete posted body per line.
+
+    Two locks: ``.lock`` guards the file's content and is held only for quick reads and
+    writes; ``.flush.lock`` is held by the one process that is sending the spool, so two
+    hooks never send the same spooled events at once. When the content lock cannot be had
+    in time an event goes to a ``.pending-*`` side file that the next flush merges in.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock_path = path + ".lock"
+        self.flush_lock_path = path + ".flush.lock"
+        self.pending_prefix = os.path.basename(path) + ".pending-"
+
+    def _pending_files(self) -> list[str]:
+        """Side files written while the content lock was busy, oldest first."""
+        folder = os.path.dirname(self.path) or "."
+        try:
+            names = [n for n in os.listdir(folder) if n.startswith(self.pending_prefix)]
+        except OSError:
+            return []
+        paths = [os.path.join(folder, n) for n in names]
+        return sorted(paths, key=lambda p: (_mtime(p), p))
+
+    def has_events(self) -> bool:
+        """Cheap check (no lock) for anything waiting."""
+        try:
+            if os.path.getsize(self.path) > 0:
+                return True
+        except OSError:
+            pass
+        return bool(self._pending_files())
+
+    def count(self) -> int:
+        """Number of waiting events (no lock; for status)."""
+        total = 0
+        for path in [self.path, *self._pending_files()]:
+            try:
+                with open(path, "rb") as handle:
+                    total += sum(1 for line in handle if line.strip())
+            except OSError:
+                continue
+        return total
+
+    def append(self, events: list[dict], deadline: Deadline) -> None:
+        """Add events at the end of the spool, under the content lock."""
+        data = "".join(json.dumps(e, ensure_ascii=True) + "\n" for e in events).encode()
+        _ensure_dir(os.path.dirname(self.path))
+        lock = FileLock(self.lock_path)
+        if lock.acquire(time.monotonic() + max(deadline.remaining(), 0.0)):
+            try:
+                _append_bytes(self.path, data)
+            finally:
+                lock.release()
+            return
+        import uuid
+
+        side = f"{self.path}.pending-{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        _append_bytes(side, data)
+        log(f"spool busy: {len(events)} event(s) parked in {side}")
+
+    def snapshot(self, deadline: Deadline) -> list[tuple[str, str]] | None:
+        """Merge side files, then return (event_id, line) for each waiting event, in order."""
+        lock = FileLock(self.lock_path)
+        if not lock.acquire(time.monotonic() + max(deadline.remaining(), 0.0)):
+            return None
+        try:
+            self._merge_pending()
+            return _read_spool_lines(self.path)
+        finally:
+            lock.release()
+
+    def _merge_pending(self) -> None:
+        """Move side files into the spool (call with the content lock held)."""
+        for side in self._pending_files():
+            try:
+                with open(side, "rb") as handle:
+                    data = handle.read()
+                if data and not data.endswith(b"\n"):
+                    data += b"\n"
+                _append_bytes(self.path, data)
+                os.unlink(side)
+            except OSError as exc:
+                log(f"cannot merge {side}: {exc}")
+
+    def remove(self, event_ids: set[str], deadline: Deadline) -> bool:
+        """Rewrite the spool without the given events (temp file + atomic replace)."""
+        lock = FileLock(self.lock_path)
+        # Removing late is harmless (the server dedupes), so give up rather than overrun.
+        if not lock.acquire(time.monotonic() + max(deadline.remaining(), 0.0)):
+            return False
+        try:
+            kept = [line for eid, line in _read_spool_lines(self.path) if eid not in event_ids]
+            if not kept:
+                if os.path.exists(self.path):
+                    os.unlink(self.path)
+                return True
+            tmp = f"{self.path}.tmp-{os.getpid()}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write("".join(line + "\n" for line in kept).encode())
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+            return True
+        finally:
+            lock.release()
+
+
+def _mtime(path: str) -> float:
+    """Modification time, or 0 when the file vanished."""
+    try:
+        return os.path.getmtime(path)
+    except OSError:
+        return 0.0
+
+
+def _append_bytes(path: str, data: bytes) -> None:
+    """Append bytes to a private file in one write."""
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _read_spool_lines(path: str) -> list[tuple[str, str]]:
+    """Parse the spool: (event_id, raw line) per event, first copy of each id kept."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            raw_lines = handle.read().splitlines()
+    except FileNotFoundError:
+        return []
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for line in raw_lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+            event_id = event["sessionhub"]["event_id"]
+        except (ValueError, KeyError, TypeError):
+            log(f"dropping unreadable spool line: {line[:200]}")
+            continue
+        if not isinstance(event_id, str) or event_id in seen:
+            continue
+        seen.add(event_id)
+        out.append((event_id, line))
+    return out
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+def read_transcript(path: str, sidechain: bool | None = False) -> tuple[str | None, str | None]:
+    """Return (final assistant text, reasoning tail) from a Claude Code transcript.
+
+    Only the end of the file is read. ``sidechain`` selects main-conversation lines
+    (False), subagent lines (True) or all of them (None).
+    """
+    try:
+        size = os.path.getsize(path)
+    except (OSError, TypeError, ValueError):
+        return None, None
+    window = TRANSCRIPT_WINDOW
+    while True:
+        records, truncated = _read_tail_records(path, size, window)
+        final, tail = _summarise(records, sidechain)
+        if (final and tail) or not truncated or window >= TRANSCRIPT_WINDOW_MAX:
+            return final, tail
+        window *= 4  # a very long last message: look further back, within a cap
+
+
+def _read_tail_records(path: str, size: int, window: int) -> tuple[list[dict], bool]:
+    """Parse the whole JSON lines found in the last `window` bytes of the file."""
+    start = max(0, size - window)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(size - start)
+    if start > 0:
+        newline = data.find(b"\n")
+        data = data[newline + 1 :] if newline >= 0 else b""
+    records = []
+    for line in data.split(b"\n"):
+        # Cheap filter: only assistant lines matter, and a half-written last line fails
+        # to parse and is skipped.
+        if b'"assistant"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and record.get("type") == "assistant":
+            records.append(record)
+    return records, start > 0
+
+
+def _summarise(records: list[dict], sidechain: bool | None) -> tuple[str | None, str | None]:
+    """Join split messages by id, then pick the last text and the thinking tail."""
+    order: list[str] = []
+    blocks_by_id: dict[str, list[dict]] = {}
+    for index, record in enumerate(records):
+        if sidechain is not None and bool(record.get("isSidechain")) != sidechain:
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        content = message.get("content")
+        if isinstance(content, str):
+            blocks = [{"type": "text", "text": content}]
+        elif isinstance(content, list):
+            blocks = [b for b in content if isinstance(b, dict)]
+        else:
+            continue
+        key = str(message.get("id") or record.get("uuid") or f"line-{index}")
+        if key not in blocks_by_id:
+            blocks_by_id[key] = []
+            order.append(key)
+        blocks_by_id[key].extend(blocks)
+
+    final = None
+    for key in reversed(order):
+        texts = [
+            b["text"]
+            for b in blocks_by_id[key]
+            if b.get("type") == "text" and isinstance(b.get("text"), str) and b["text"].strip()
+        ]
+        if texts:
+            final = "\n\n".join(t.strip() for t in texts)
+            break
+
+    thoughts: list[str] = []
+    collected = 0
+    for key in reversed(order):
+        for block in reversed(blocks_by_id[key]):
+            thought = block.get("thinking") if block.get("type") == "thinking" else None
+            if isinstance(thought, str) and thought.strip():
+                thoughts.append(thought.strip())
+                collected += len(thought)
+        if collected > TAIL_CHARS:
+            break
+    tail = tail_at_word_boundary("\n\n".join(reversed(thoughts)), TAIL_CHARS)
+    return final, tail or None
+
+
+def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
+    """Return at most `limit` trailing characters of text, starting on a whole word."""
+    text = text.strip()
+    if len(text) <= limit:
+        return text
+    cut = text[-limit:]
+    if not text[-limit - 1].isspace() and not cut[0].isspace():
+        space = next((i for i, ch in enumerate(cut) if ch.isspace()), -1)
+        if space > 0:
+            cut = cut[space:]
+    return cut.strip()
+
+
+def _normalise_text(text: str) -> str:
+    """Collapse whitespace for loose comparison."""
+    return " ".join(text.split())
+
+
+# --------------------------------------------------------------------------- git
+
+
+def find_git_remote(cwd: str, deadline: Deadline | None = None) -> str | None:
+    """The origin URL of the repository around cwd, credentials removed; no git needed."""
+    found = _find_git_dir(cwd)
+    if not found:
+        return None
+    git_dir, work_tree = found
+    config_dir = git_dir
+    try:
+        with open(os.path.join(git_dir, "commondir"), encoding="utf-8") as handle:
+            common = handle.read().strip()
+        if common:
+            config_dir = os.path.normpath(os.path.join(git_dir, common))
+    except OSError:
+        pass
+    try:
+        with open(os.path.join(config_dir, "config"), encoding="utf-8", errors="replace") as h:
+            text = h.read()
+    except OSError:
+        return None
+    remotes = parse_git_remotes(text)
+    url = remotes.get("origin") or next(iter(remotes.values()), None)
+    if not url and "[include" in text.lower():
+        url = _git_remote_via_git(work_tree, deadline)
+    return strip_credentials(url) if url else None
+
+
+def _find_git_dir(cwd: str) -> tuple[str, str] | None:
+    """Walk up from cwd to the nearest .git (folder, or file pointing at the real one)."""
+    try:
+        current = os.path.abspath(os.path.expanduser(cwd))
+    except (TypeError, ValueError):
+        return None
+    while True:
+        dot_git = os.path.join(current, ".git")
+        if os.path.isdir(dot_git):
+            return dot_git, current
+        if os.path.isfile(dot_git):
+            try:
+                with open(dot_git, encoding="utf-8") as handle:
+                    first = handle.readline().strip()
+            except OSError:
+                return None
+            if first.lower().startswith("gitdir:"):
+                target = first.split(":", 1)[1].strip()
+                return os.path.normpath(os.path.join(current, target)), current
+            return None
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+
+
+def parse_git_remotes(text: str) -> dict[str, str]:
+    """Read remote names and URLs from git config text."""
+    import re
+
+    remotes: dict[str, str] = {}
+    section: str | None = None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("["):
+            end = line.find("]")
+            header = line[1:end].strip() if end > 0 else ""
+            line = line[end + 1 :].strip() if end > 0 else ""
+            match = re.match(r'^remote\s+"((?:[^"\\]|\\.)*)"$', header, re.IGNORECASE)
+            dotted = re.match(r"^remote\.(.+)$", header, re.IGNORECASE)
+            if match:
+                section = match.group(1).replace('\\"', '"').replace("\\\\", "\\")
+            elif dotted:
+                section = dotted.group(1)
+            else:
+                section = None
+        if not line or line[0] in "#;" or section is None:
+            continue
+        key, sep, value = line.partition("=")
+        if not sep or key.strip().lower() != "url" or section in remotes:
+            continue
+        remotes[section] = _git_config_value(value)
+    return remotes
+
+
+def _git_config_value(value: str) -> str:
+    """Unquote a git config value and drop a trailing comment."""
+    out = []
+    quoted = False
+    index = 0
+    value = value.strip()
+    while index < len(value):
+        ch = value[index]
+        if ch == '"':
+            quoted = not quoted
+        elif ch == "\\" and index + 1 < len(value):
+            index += 1
+            out.append({"n": "\n", "t": "\t"}.get(value[index], value[index]))
+        elif ch in "#;" and not quoted:
+            break
+        else:
+            out.append(ch)
+        index += 1
+    return "".join(out).strip()
+
+
+def _git_remote_via_git(work_tree: str, deadline: Deadline | None) -> str | None:
+    """Ask git itself (only when the config uses includes we do not follow)."""
+    budget = 0.3 if deadline is None else min(0.3, deadline.net_remaining())
+    if budget <= 0.05:
+        return None
+    import subprocess
+
+    try:
+        done = subprocess.run(  # noqa: S603 - fixed argument list, no shell
+            ["git", "-C", work_tree, "config", "--get", "remote.origin.url"],  # noqa: S607
+            capture_output=True,
+            text=True,
+            timeout=budget,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() or None
+
+
+def strip_credentials(url: str) -> str:
+    """Remove user:password@ (or a bare token@) from an http(s) remote URL."""
+    import re
+
+    url = url.strip()
+    match = re.match(r"^([A-Za-z][A-Za-z0-9+.-]*://)([^/?#]*@)(.*)$", url)
+    if not match:
+        return url  # scp-like git@host:org/repo has a user name, not a secret
+    scheme, userinfo, rest = match.groups()
+    if scheme.lower() in ("http://", "https://"):
+        return scheme + rest
+    user = userinfo[:-1].split(":", 1)[0]  # ssh://git:pw@host keeps only "git"
+    return f"{scheme}{user}@{rest}" if user else scheme + rest
+
+
+# --------------------------------------------------------------------------- events
+
+
+def build_event(hook: dict, deadline: Deadline) -> dict:
+    """Return the hook payload plus the ``sessionhub`` key the server expects."""
+    import uuid
+
+    meta: dict[str, str] = {"event_id": str(uuid.uuid4()), "occurred_at": _utc_now()}
+    cwd = hook.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        try:
+            remote = find_git_remote(cwd, deadline)
+        except Exception as exc:  # noqa: BLE001 - an odd repository must not cost the event
+            remote = None
+            log(f"git remote lookup failed: {exc!r}")
+        if remote:
+            meta["git_remote"] = remote
+    name = _event_name(hook)
+    if name in TRANSCRIPT_EVENTS:
+        final, tail = _transcript_extras(hook, deadline)
+        last = hook.get("last_assistant_message")
+        if isinstance(last, str) and last.strip():
+            final = last
+        if final:
+            meta["final_message"] = final
+        if tail:
+            meta["reasoning_tail"] = tail
+    meta["client"] = CLIENT
+    event = dict(hook)
+    event["sessionhub"] = meta
+    return event
+
+
+def _transcript_extras(hook: dict, deadline: Deadline) -> tuple[str | None, str | None]:
+    """Final message and reasoning tail for a turn or session end, if readable."""
+    name = _event_name(hook)
+    path = hook.get("transcript_path")
+    sidechain: bool | None = False
+    if name == "SubagentStop":
+        agent_path = hook.get("agent_transcript_path")
+        if isinstance(agent_path, str) and agent_path:
+            path, sidechain = agent_path, None
+        else:
+            sidechain = True  # older versions kept subagent lines in the main file
+    if not isinstance(path, str) or not path:
+        return None, None
+    path = os.path.expanduser(path)
+    last = hook.get("last_assistant_message")
+    try:
+        final, tail = read_transcript(path, sidechain)
+        # Claude Code may run Stop before the transcript has the last message: if the
+        # payload's message is not there yet, wait a moment (bounded) and read again.
+        tries = 0
+        while (
+            isinstance(last, str)
+            and last.strip()
+            and name != "SessionEnd"
+            and not _same_text(final, last)
+            and tries < 2
+            and deadline.net_remaining() > 0.5
+        ):
+            tries += 1
+            time.sleep(0.075)
+            final, tail = read_transcript(path, sidechain)
+        return final, tail
+    except Exception as exc:  # noqa: BLE001 - the transcript is optional extra data
+        log(f"transcript {path!r} unreadable: {exc!r}")
+        return None, None
+
+
+def _event_name(hook: dict) -> str:
+    """The hook's event name, or an empty string when it is missing or odd."""
+    name = hook.get("hook_event_name")
+    return name if isinstance(name, str) else ""
+
+
+def _same_text(found: str | None, expected: str) -> bool:
+    """Loose match between the transcript's final text and the payload's."""
+    if not found:
+        return False
+    a, b = _normalise_text(found), _normalise_text(expected)
+    return a == b or a.endswith(b) or b.endswith(a)
+
+
+def _parse_hook(raw: bytes) -> dict | None:
+    """Decode the hook JSON; anything else (empty, invalid, not an object) gives None."""
+    if not raw or not raw.strip():
+        return None
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        try:
+            data = json.loads(raw.decode("utf-8", "replace"))
+        except ValueError:
+            log(f"ignoring stdin that is not JSON ({len(raw)} bytes)")
+            return None
+    if not isinstance(data, dict):
+        log("ignoring stdin JSON that is not an object")
+        return None
+    return data
+
+
+def _note_results(reply: Reply, context: str) -> None:
+    """Log every event the server rejected (they are not sent again)."""
+    data = reply.data
+    results = data.get("results") if isinstance(data, dict) else None
+    if not isinstance(results, list):
+        return
+    for item in results:
+        if isinstance(item, dict) and item.get("status") == "rejected":
+            log(f"{context}: server rejected event {item.get('event_id')}: {_short(item)}")
+
+
+# --------------------------------------------------------------------------- sending
+
+
+def _batches(items: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Cut spooled lines into batches of at most 1000 events and about 1 MB."""
+    out: list[list[tuple[str, str]]] = []
+    batch: list[tuple[str, str]] = []
+    size = 2
+    for item in items:
+        item_size = len(item[1]) + 1
+        if batch and (len(batch) >= MAX_BATCH_EVENTS or size + item_size > MAX_BATCH_BYTES):
+            out.append(batch)
+            batch, size = [], 2
+        batch.append(item)
+        size += item_size
+    if batch:
+        out.append(batch)
+    return out
+
+
+def _send_batch(
+    cfg: Config, batch: list[tuple[str, str]], deadline: Deadline, done: set[str]
+) -> str:
+    """Send one batch; returns ok, transient or stop. Bad batches are split to find culprits."""
+    body = ("[" + ",".join(line for _, line in batch) + "]").encode("utf-8")
+    reply = post_json(cfg.hooks_url, cfg.token, body, deadline)
+    if reply.kind == "ok":
+        _note_results(reply, "spool")
+        done.update(eid for eid, _ in batch)
+        return "ok"
+    if reply.kind == "transient":
+        log(f"spool flush deferred: {reply.describe()}")
+        return "transient"
+    if reply.code in (400, 413):
+        if len(batch) > 1:
+            middle = len(batch) // 2
+            first = _send_batch(cfg, batch[:middle], deadline, done)
+            if first != "ok":
+                return first
+            return _send_batch(cfg, batch[middle:], deadline, done)
+        log(f"spool: dropping event {batch[0][0]} refused for good: {reply.describe()}")
+        done.add(batch[0][0])
+        return "ok"
+    # 401/403/404/redirect/bad URL: a configuration problem. Keep the spool for later.
+    log(f"spool flush refused, events kept: {reply.describe()}")
+    return "stop"
+
+
+def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
+    """Send waiting events in order; returns empty, busy, ok, transient or stop."""
+    if not spool.has_events():
+        return "empty"
+    flush_lock = FileLock(spool.flush_lock_path)
+    if not flush_lock.acquire(None):
+        return "busy"  # another hook is sending the spool right now
+    try:
+        items = spool.snapshot(deadline)
+        if items is None:
+            return "busy"
+        if not items:
+            return "empty"
+        done: set[str] = set()
+        state = "ok"
+        for batch in _batches(items):
+            state = _send_batch(cfg, batch, deadline, done)
+            if state != "ok":
+                break
+        if done and not spool.remove(done, deadline):
+            log(f"could not update the spool in time; {len(done)} sent event(s) will be resent")
+        return state
+    finally:
+        flush_lock.release()
+
+
+def run_hook(raw: bytes, cfg: Config, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
+    """Hook mode: send (or spool) the event, and print the preamble on SessionStart."""
+    hook = _parse_hook(raw)
+    if hook is None:
+        return
+    if cfg.file_error:
+        log(cfg.file_error)
+    if not cfg.configured:
+        _log_unconfigured_once()
+        return
+    event = build_event(hook, deadline)
+    spool = Spool(cfg.spool_path)
+    name = _event_name(hook) or "event"
+    event_id = event["sessionhub"]["event_id"]
+
+    state = flush_spool(cfg, spool, deadline)
+    if state == "transient":
+        spool.append([event], deadline)  # the server is away: do not wait for it twice
+        return
+    reply = post_json(cfg.hooks_url, cfg.token, json.dumps(event).encode("utf-8"), deadline)
+    if reply.kind == "transient":
+        log(f"{name} {event_id} spooled: {reply.describe()}")
+        spool.append([event], deadline)
+        return
+    if reply.kind == "permanent":
+        log(f"{name} {event_id} not accepted, not retried: {reply.describe()}")
+        return
+    _note_results(reply, name)
+    if name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES:
+        _print_preamble(cfg, hook, out, deadline)
+
+
+def _print_preamble(cfg: Config, hook: dict, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
+    """Ask for the continuity preamble and print it the way SessionStart adds context."""
+    session_id = hook.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        return
+    body = json.dumps({"source": "claude-code", "session_id": session_id}).encode("utf-8")
+    reply = post_json(cfg.continuity_url, cfg.token, body, deadline)
+    if reply.kind != "ok":
+        log(f"continuity for {session_id} unavailable: {reply.describe()}")
+        return
+    preamble = reply.data.get("preamble") if isinstance(reply.data, dict) else None
+    if not isinstance(preamble, str) or not preamble.strip():
+        return
+    context = {"hookEventName": "SessionStart", "additionalContext": preamble}
+    output = {"hookSpecificOutput": context}
+    out.write(json.dumps(output) + "\n")
+    out.flush()
+
+
+def _log_unconfigured_once() -> None:
+    """Note once in the log that no URL/token is set; later calls stay silent."""
+    marker = os.path.join(sessionhub_dir(), ".unconfigured-logged")
+    if os.path.exists(marker):
+        return
+    log("SESSIONHUB_URL/SESSIONHUB_TOKEN not set (nor in config.json): events are not sent")
+    try:
+        _ensure_dir(os.path.dirname(marker))
+        with open(marker, "w", encoding="utf-8") as handle:
+            handle.write(_utc_now() + "\n")
+    except OSError:
+        pass
+
+
+# --------------------------------------------------------------------------- install
+
+
+def hook_command() -> str:
+    """The command Claude Code should run: the console script if on PATH, else this file."""
+    import shlex
+    import shutil
+
+    script = shutil.which("sessionhub-hook")
+    if script:
+        return shlex.quote(os.path.abspath(script))
+    return "python3 " + shlex.quote(os.path.abspath(__file__))
+
+
+def _is_ours(entry: object) -> bool:
+    """Whether a settings hook entry runs this client."""
+    if not isinstance(entry, dict) or entry.get("type", "command") != "command":
+        return False
+    command = entry.get("command")
+    return isinstance(command, str) and any(m in command for m in OUR_COMMAND_MARKERS)
+
+
+def merge_hooks(settings: dict, command: str) -> dict:
+    """Add or update this client's entries in a settings dict, keeping all others."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError('"hooks" in the settings file is not an object')
+    for event in INSTALL_EVENTS:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ValueError(f'"hooks.{event}" in the settings file is not a list')
+        found = False
+        emptied = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list):
+                continue
+            kept = []
+            for entry in entries:
+                if _is_ours(entry):
+                    if found:
+                        continue  # a duplicate from an earlier hand edit
+                    found = True
+                    entry["type"] = "command"
+                    entry["command"] = command
+                    entry.setdefault("timeout", INSTALL_HOOK_TIMEOUT)
+                kept.append(entry)
+            if entries and not kept:
+                emptied.append(group)
+            group["hooks"] = kept
+        groups[:] = [g for g in groups if not any(g is e for e in emptied)]
+        if not found:
+            entry = {"type": "command", "command": command, "timeout": INSTALL_HOOK_TIMEOUT}
+            group = {"hooks": [entry]}
+            if event in TOOL_EVENTS:
+                group = {"matcher": "*", **group}
+            groups.append(group)
+    return settings
+
+
+def remove_hooks(settings: dict) -> dict:
+    """Remove this client's entries from a settings dict, keeping all others."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return settings
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if isinstance(entries, list) and any(_is_ours(e) for e in entries):
+                group["hooks"] = [e for e in entries if not _is_ours(e)]
+                if not group["hooks"]:
+                    continue
+            kept_groups.append(group)
+        if kept_groups:
+            hooks[event] = kept_groups
+        elif groups:
+            del hooks[event]
+    if not hooks:
+        del settings["hooks"]
+    return settings
+
+
+def settings_path(scope: str, explicit: str | None) -> str:
+    """Where Claude Code's settings live for the chosen scope."""
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    if scope == "project":
+        return os.path.abspath(os.path.join(".claude", "settings.json"))
+    return os.path.join(os.path.expanduser("~"), ".claude", "settings.json")
+
+
+def _load_json_file(path: str) -> dict:
+    """Read a JSON object from a file; a missing or empty file is an empty object."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read()
+    except FileNotFoundError:
+        return {}
+    if not text.strip():
+        return {}
+    data = json.loads(text)
+    if not isinstance(data, dict):
+        raise ValueError(f"{path} does not hold a JSON object")
+    return data
+
+
+def _write_json_file(path: str, data: dict, mode: int = 0o644) -> bool:
+    """Write JSON atomically; returns False when the file already had that content."""
+    text = json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+    try:
+        with open(path, encoding="utf-8") as handle:
+            if handle.read() == text:
+                return False
+    except FileNotFoundError:
+        pass
+    folder = os.path.dirname(path)
+    if folder:
+        os.makedirs(folder, exist_ok=True)
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+    return True
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _parser():  # type: ignore[no-untyped-def]
+    """Build the argument parser (only for subcommands; hook mode never imports argparse)."""
+    import argparse
+
+    parser = argparse.ArgumentParser(
+        prog="sessionhub-hook",
+        description="Claude Code hook client for SessionHub. Without a subcommand it "
+        "reads one hook event on stdin and sends it.",
+    )
+    parser.add_argument("--version", action="version", version=f"sessionhub-hook {VERSION}")
+    sub = parser.add_subparsers(dest="command")
+    sub.add_parser("hook", help="hook mode (the default): read one event on stdin")
+    install = sub.add_parser("install", help="add the hook entries to Claude Code's settings")
+    uninstall = sub.add_parser("uninstall", help="remove the hook entries again")
+    for p in (install, uninstall):
+        scope = p.add_mutually_exclusive_group()
+        scope.add_argument(
+            "--user",
+            dest="scope",
+            action="store_const",
+            const="user",
+            help="~/.claude/settings.json (default)",
+        )
+        scope.add_argument(
+            "--project",
+            dest="scope",
+            action="store_const",
+            const="project",
+            help="./.claude/settings.json",
+        )
+        p.add_argument("--settings", metavar="PATH", help="an explicit settings.json path")
+    install.add_argument("--url", help="SessionHub base URL, saved in the config file")
+    install.add_argument(
+        "--token", help="API token (scope ingest) saved in the config file; - reads it from stdin"
+    )
+    install.add_argument(
+        "--command",
+        dest="hook_command",
+        metavar="CMD",
+        help="the command to register (default: found automatically)",
+    )
+    sub.add_parser("status", help="show the configuration and the spool")
+    sub.add_parser("flush", help="send the spooled events now")
+    return parser
+
+
+def cmd_install(args, out) -> None:  # type: ignore[no-untyped-def]
+    """Write the hook entries (and, with --url/--token, the config file)."""
+    path = settings_path(args.scope or "user", args.settings)
+    command = args.hook_command or hook_command()
+    settings = merge_hooks(_load_json_file(path), command)
+    changed = _write_json_file(path, settings)
+    out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+    out.write(f"hook command: {command}\n")
+    if args.url or args.token:
+        cfg = Config()
+        data = _load_json_file(cfg.config_path)
+        if args.url:
+            data["url"] = args.url.strip()
+        if args.token:
+            from_stdin = args.token.strip() == "-"
+            token = sys.stdin.readline() if from_stdin else args.token
+            data["token"] = token.strip()
+        _write_json_file(cfg.config_path, data, mode=0o600)
+        out.write(f"config written: {cfg.config_path} (mode 600)\n")
+    cfg = Config()
+    if not cfg.configured:
+        out.write(
+            "note: no URL/token yet; set SESSIONHUB_URL and SESSIONHUB_TOKEN or run "
+            "install again with --url and --token\n"
+        )
+
+
+def cmd_uninstall(args, out) -> None:  # type: ignore[no-untyped-def]
+    """Remove this client's hook entries, leaving every other hook alone."""
+    path = settings_path(args.scope or "user", args.settings)
+    if not os.path.exists(path):
+        out.write(f"nothing to do: {path} does not exist\n")
+        return
+    changed = _write_json_file(path, remove_hooks(_load_json_file(path)))
+    out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+
+
+def cmd_status(out) -> None:  # type: ignore[no-untyped-def]
+    """Print the configuration (never the token) and the spool size."""
+    cfg = Config()
+    spool = Spool(cfg.spool_path)
+    lines = [
+        f"sessionhub-hook {VERSION}",
+        f"url:     {cfg.url or '(not set)'}" + (f" [{cfg.url_source}]" if cfg.url else ""),
+        f"token:   {'set' if cfg.token else 'not set'}"
+        + (f" [{cfg.token_source}]" if cfg.token else ""),
+        f"config:  {cfg.config_path}" + ("" if os.path.exists(cfg.config_path) else " (absent)"),
+        f"timeout: {cfg.timeout:g} s",
+        f"spool:   {cfg.spool_path} ({spool.count()} event(s) waiting)",
+        f"log:     {cfg.log_path}",
+    ]
+    last = _last_log_line(cfg.log_path)
+    if last:
+        lines.append(f"last log line: {last}")
+    if cfg.file_error:
+        lines.append(f"warning: {cfg.file_error}")
+    out.write("\n".join(lines) + "\n")
+
+
+def _last_log_line(path: str) -> str:
+    """The newest line of the log, or an empty string."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 4096))
+            lines = handle.read().decode("utf-8", "replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1] if lines else ""
+
+
+def cmd_flush(out) -> None:  # type: ignore[no-untyped-def]
+    """Send the whole spool now, with a longer time budget than a hook has."""
+    cfg = Config()
+    if not cfg.configured:
+        out.write("not configured: set SESSIONHUB_URL and SESSIONHUB_TOKEN\n")
+        return
+    spool = Spool(cfg.spool_path)
+    before = spool.count()
+    deadline = Deadline(max(cfg.timeout, FLUSH_COMMAND_TIMEOUT))
+    state = "ok"
+    while state == "ok" and spool.has_events() and deadline.net_remaining() > 0:
+        state = flush_spool(cfg, spool, deadline)
+    after = spool.count()
+    message = {
+        "busy": "another process is sending the spool; try again in a moment",
+        "transient": "the server is not reachable right now; events kept",
+        "stop": "the server refused the batch (see the log); events kept",
+    }.get(state, "done")
+    out.write(f"sent {max(before - after, 0)}, waiting {after}: {message}\n")
+
+
+def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:  # type: ignore[no-untyped-def]
+    """Entry point for hook mode and the subcommands; always returns 0."""
+    try:
+        args = sys.argv[1:] if argv is None else list(argv)
+        out = stdout if stdout is not None else sys.stdout
+        if not args or args == ["hook"]:
+            if os.environ.get("SESSIONHUB_DISABLE", "").strip() in ("1", "true", "yes"):
+                return 0
+            cfg = Config()
+            deadline = Deadline(cfg.timeout)
+            source = stdin if stdin is not None else sys.stdin
+            if stdin is None and hasattr(source, "isatty") and source.isatty():
+                sys.stderr.write(
+                    "sessionhub-hook: expects a Claude Code hook event on stdin (see --help)\n"
+                )
+                return 0
+            raw = _read_all(source)
+            run_hook(raw, cfg, out, deadline)
+            return 0
+        import contextlib
+
+        with contextlib.redirect_stdout(out):  # --help and --version go to `out` too
+            options = _parser().parse_args(args)
+        if options.command == "install":
+            cmd_install(options, out)
+        elif options.command == "uninstall":
+            cmd_uninstall(options, out)
+        elif options.command == "status":
+            cmd_status(out)
+        elif options.command == "flush":
+            cmd_flush(out)
+        else:
+            _parser().print_help(out)
+        return 0
+    except SystemExit:  # argparse's --help, --version and usage errors
+        return 0
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail the agent
+        log(f"unexpected error: {exc!r}")
+        if args_are_cli(argv):
+            sys.stderr.write(f"sessionhub-hook: {exc}\n")
+        return 0
+
+
+def args_are_cli(argv: list[str] | None) -> bool:
+    """Whether main was called for a subcommand (errors may then go to stderr)."""
+    args = sys.argv[1:] if argv is None else argv
+    return bool(args) and args != ["hook"]
+
+
+def _read_all(source) -> bytes:  # type: ignore[no-untyped-def]
+    """Read stdin fully as bytes, whether given a text or a binary stream."""
+    stream = getattr(source, "buffer", source)
+    data = stream.read()
+    if isinstance(data, str):
+        return data.encode("utf-8", "replace")
+    return data or b""
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+/**
+ * Continuity preamble injection.
+ *
+ * On the first prompt of a session (`before_prompt_build`, or the legacy
+ * `before_agent_start` on older gateways, whichever fires first) the plugin
+ * asks SessionHub for the session's continuity preamble and, when it is not
+ * empty, returns it as `{ prependContext }`. Each session is asked once; the
+ * whole exchange is bounded by `timeoutMs`, and any failure injects nothing.
+ */
+import type { HttpResult, SessionHubClient } from "./client.js";
+import type { Forwarder, SafeLogger } from "./forwarder.js";
+
+export interface PrependResult {
+  prependContext: string;
+}
+
+/** What happened on one prompt hook call, for observers (tests, diagnostics). */
+export interface ContinuityReport {
+  hook: string;
+  sessionId: string | null;
+  sessionKey: string | null;
+  agentId: string | null;
+  /** Why nothing was asked: "disabled", "no-session", "already-asked", "resumed-session". */
+  skipped?: string;
+  httpStatus?: number;
+  outcome?: HttpResult["outcome"] | "timeout";
+  /** The preamble the server sent (a string, possibly empty), else null. */
+  preamble?: string | null;
+  /** What the hook handler returned to the gateway. */
+  returned?: PrependResult | undefined;
+  error?: string;
+}
+
+export interface ContinuityOptions {
+  client: SessionHubClient;
+  forwarder: Forwarder;
+  logger: SafeLogger;
+  timeoutMs: number;
+  enabled: boolean;
+  /** How many session ids to remember (oldest forgotten first). */
+  memory?: number;
+}
+
+/** Longest prompt text sent along (the prompt can carry reconstructed history). */
+export const MAX_PROMPT_CHARS = 8000;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function str(value: unknown): string | null {
+  return typeof value === "string" && value !== "" ? value : null;
+}
+
+/** True when the session history already holds an assistant turn (a resumed session). */
+export function hasEarlierAssistantTurn(messages: unknown): boolean {
+  if (!Array.isArray(messages)) return false;
+  return messages.some((m) => isRecord(m) && m.role === "assistant");
+}
+
+export class ContinuityInjector {
+  private readonly client: SessionHubClient;
+  private readonly forwarder: Forwarder;
+  private readonly log: SafeLogger;
+  private readonly timeoutMs: number;
+  private readonly enabled: boolean;
+  private readonly memory: number;
+  private readonly asked = new Map<string, true>();
+  private listeners: Array<(report: ContinuityReport) => void> = [];
+
+  constructor(options: ContinuityOptions) {
+    this.client = options.client;
+    this.forwarder = options.forwarder;
+    this.log = options.logger;
+    this.timeoutMs = options.timeoutMs;
+    this.enabled = options.enabled;
+    this.memory = Math.max(1, options.memory ?? 10_000);
+  }
+
+  onReport(listener: (report: ContinuityReport) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Handler body for before_prompt_build / before_agent_start. Never throws or rejects. */
+  async handle(hook: string, event: unknown, ctx: unknown): Promise<PrependResult | undefined> {
+    const e = isRecord(event) ? event : {};
+    const c = isRecord(ctx) ? ctx : {};
+    const report: ContinuityReport = {
+      hook,
+      sessionId: str(c.sessionId) ?? str(e.sessionId),
+      sessionKey: str(c.sessionKey) ?? str(e.sessionKey),
+      agentId: str(c.agentId),
+    };
+    try {
+      if (!this.enabled) return this.finish(report, "disabled");
+      const key = report.sessionId ?? (report.sessionKey ? `key:${report.sessionKey}` : null);
+      if (!key) return this.finish(report, "no-session");
+      if (this.asked.has(key)) return this.finish(report, "already-asked");
+      // Remember before awaiting, so a second prompt hook firing meanwhile
+      // (before_agent_start next to before_prompt_build) does not ask again.
+      this.remember(key);
+      if (hasEarlierAssistantTurn(e.messages)) return this.finish(report, "resumed-session");
+
+      const returned = await this.withDeadline(this.ask(report, e), report);
+      report.returned = returned;
+      this.emit(report);
+      return returned;
+    } catch (err) {
+      report.error = String(err);
+      report.returned = undefined;
+      this.emit(report);
+      return undefined;
+    }
+  }
+
+  private async ask(report: ContinuityReport, event: Record<string, unknown>): Promise<PrependResult | undefined> {
+    const deadline = Date.now() + this.timeoutMs;
+    // Let the session's earlier events (session_start...) reach the server
+    // first, but spend at most half of the budget waiting for them.
+    await this.forwarder.idleWithin(Math.floor(this.timeoutMs / 2));
+    const remaining = deadline - Date.now();
+    if (remaining < 20) {
+      report.outcome = "timeout";
+      return undefined;
+    }
+    const prompt = typeof event.prompt === "string" ? event.prompt.slice(0, MAX_PROMPT_CHARS) : null;
+    const body = {
+      source: "openclaw",
+      agent_id: report.agentId,
+      session_id: report.sessionId,
+      session_key: report.sessionKey,
+      prompt,
+    };
+    const result = await this.client.postContinuity(body, remaining);
+    report.httpStatus = result.status;
+    report.outcome = result.outcome;
+    if (result.error) report.error = result.error;
+    if (result.outcome !== "ok") {
+      this.log.debug(`continuity for session ${report.sessionId ?? "?"} unavailable: ${result.error ?? result.status}`);
+      return undefined;
+    }
+    const preamble = isRecord(result.body) ? result.body.preamble : undefined;
+    report.preamble = typeof preamble === "string" ? preamble : null;
+    if (typeof preamble === "string" && preamble.trim() !== "") {
+      return { prependContext: preamble };
+    }
+    return undefined;
+  }
+
+  /** Resolve with `task`'s value, or undefined once `timeoutMs` has passed. */
+  private async withDeadline(
+    task: Promise<PrependResult | undefined>,
+    report: ContinuityReport,
+  ): Promise<PrependResult | undefined> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => {
+        report.outcome = report.outcome ?? "timeout";
+        resolve(undefined);
+      }, this.timeoutMs);
+      timer.unref?.();
+    });
+    try {
+      return await Promise.race([task.catch(() => undefined), timeout]);
+    } finally {
+      if (timer) clearTimeout(timer);
+    }
+  }
+
+  private remember(key: string): void {
+    this.asked.set(key, true);
+    while (this.asked.size > this.memory) {
+      const oldest = this.asked.keys().next().value;
+      if (oldest === undefined) break;
+      this.asked.delete(oldest);
+    }
+  }
+
+  private finish(report: ContinuityReport, skipped: string): undefined {
+    report.skipped = skipped;
+    report.returned = undefined;
+    this.emit(report);
+    return undefined;
+  }
+
+  private emit(report: ContinuityReport): void {
+    for (const listener of this.listeners) {
+      try {
+        listener(report);
+      } catch {
+        // observers must not disturb the hook
+      }
+    }
+  }
+}

@@ -1,0 +1,432 @@
+/**
+ * SessionHub plugin for the OpenClaw gateway.
+ *
+ * Forwards the gateway's lifecycle hook events to
+ * `POST {baseUrl}/api/v1/hooks/openclaw` as
+ * `{"hook", "event", "ctx", "ts", "eventId"}` (fire-and-forget, with an
+ * on-disk retry queue), and on the first prompt of each session prepends the
+ * continuity preamble from `POST {baseUrl}/api/v1/continuity`.
+ *
+ * Nothing here throws into the gateway: every handler is wrapped, and only
+ * the prompt hooks (whose return value matters) are awaited by the gateway,
+ * for at most `timeoutMs`.
+ */
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { SessionHubClient } from "./client.js";
+import { resolveConfig, type SessionHubConfig } from "./config.js";
+import { ContinuityInjector, type ContinuityReport } from "./continuity.js";
+import { Forwarder, type DeliveryReport, type SafeLogger } from "./forwarder.js";
+import { sanitizeCtx, sanitizeEvent, toJsonSafe, type JsonValue } from "./json.js";
+import {
+  definePluginEntry,
+  type PluginApiSubset,
+  type PluginConfigSchema,
+  type PluginEntry,
+  type PluginLogger,
+} from "./plugin-entry.js";
+import { DiskQueue, type ForwardRecord } from "./queue.js";
+
+export const PLUGIN_ID = "sessionhub";
+export const PLUGIN_VERSION = "0.1.0";
+
+/** Plugin hooks forwarded to SessionHub as they are (observation only). */
+export const FORWARDED_HOOKS = [
+  "session_start",
+  "session_end",
+  "before_compaction",
+  "after_compaction",
+  "before_reset",
+  "message_received",
+  "before_tool_call",
+  "after_tool_call",
+  "agent_end",
+  "before_agent_finalize",
+] as const;
+
+/**
+ * Hooks whose `event.messages` can hold a whole conversation: only the last
+ * `recentMessages` entries are forwarded.
+ */
+export const MESSAGE_TRIMMED_HOOKS: ReadonlySet<string> = new Set([
+  "agent_end",
+  "before_agent_finalize",
+  "before_reset",
+  "before_compaction",
+]);
+
+/** Prompt hooks used for the continuity preamble (their return value matters). */
+export const PROMPT_HOOKS = ["before_prompt_build", "before_agent_start"] as const;
+
+/** Internal (non-plugin) gateway events forwarded through `api.registerHook`. */
+export const COMMAND_EVENTS = ["command:new", "command:reset", "command:stop"] as const;
+
+/** Name of the internal-hook registration (OpenClaw requires a unique one). */
+export const COMMAND_HOOK_NAME = "sessionhub-command-forwarder";
+
+/** Hook names that must never be forwarded blindly through `extraHooks`. */
+const NOT_FORWARDABLE: ReadonlySet<string> = new Set([
+  ...PROMPT_HOOKS,
+  "gateway_stop",
+  "before_model_resolve",
+  "agent_turn_prepare",
+  "before_agent_reply",
+  "before_agent_run",
+  "before_dispatch",
+  "reply_dispatch",
+  "inbound_claim",
+  "message_sending",
+  "tool_result_persist",
+  "before_message_write",
+  "before_install",
+  "subagent_delivery_target",
+  "subagent_spawning",
+]);
+
+export interface SessionHubRuntimeOptions {
+  /** Clock for the `ts` field (epoch ms). Default: Date.now. */
+  now?: () => number;
+  /** Id generator for `eventId`. Default: crypto.randomUUID. */
+  newEventId?: () => string;
+  /** fetch implementation. Default: the global fetch. */
+  fetchImpl?: typeof fetch;
+  /** Random source for backoff jitter. */
+  random?: () => number;
+}
+
+export interface SessionHubRuntime {
+  readonly config: SessionHubConfig;
+  readonly queue: DiskQueue;
+  readonly forwarder: Forwarder;
+  readonly continuity: ContinuityInjector;
+  /** Hook names registered through `api.on`, in registration order. */
+  readonly registeredHooks: string[];
+  /** Build and submit the record for one plugin hook call. */
+  forward(hook: string, event: unknown, ctx: unknown): ForwardRecord | undefined;
+  /** Build and submit the record for one internal (command) hook call. */
+  forwardInternal(event: unknown): ForwardRecord | undefined;
+  /** Observe every HTTP delivery. */
+  onDelivery(listener: (report: DeliveryReport) => void): void;
+  /** Observe every continuity decision. */
+  onContinuity(listener: (report: ContinuityReport) => void): void;
+  /** Forget backoff and deliver the disk queue now. */
+  flush(): Promise<void>;
+  /** Wait until nothing is being sent. */
+  idle(): Promise<void>;
+  /** Bounded wait, stop, and write anything pending to the disk queue. */
+  shutdown(budgetMs: number): Promise<void>;
+  /** Stop timers and the worker (later events go straight to the disk queue). */
+  stop(): void;
+}
+
+const runtimes = new WeakMap<object, SessionHubRuntime>();
+/**
+ * One queue object per queue file in this process: the gateway may register
+ * the plugin more than once (reloads), and all access to one file must go
+ * through one lock so a rewrite never drops a record another runtime added.
+ */
+const queuesByDir = new Map<string, DiskQueue>();
+
+function sharedQueue(config: SessionHubConfig, log: SafeLogger): DiskQueue {
+  let queue = queuesByDir.get(config.queueDir);
+  if (!queue) {
+    queue = new DiskQueue(config.queueDir, { maxEvents: config.maxQueueEvents, warn: (m) => log.warn(m) });
+    queuesByDir.set(config.queueDir, queue);
+  }
+  return queue;
+}
+const liveRuntimes = new Set<SessionHubRuntime>();
+let exitHookInstalled = false;
+
+/** The runtime created for a given `api` object (tests and diagnostics). */
+export function getSessionHubRuntime(api: object): SessionHubRuntime | undefined {
+  return runtimes.get(api);
+}
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  // On exit only synchronous work runs: keep undelivered events on disk.
+  process.on("exit", () => {
+    for (const runtime of liveRuntimes) {
+      try {
+        runtime.forwarder.persistPendingSync();
+      } catch {
+        // nothing more can be done while exiting
+      }
+    }
+  });
+}
+
+/** Wrap the gateway's logger so logging can never throw and always has debug. */
+export function makeSafeLogger(logger: PluginLogger | undefined): SafeLogger {
+  const call = (level: keyof PluginLogger, message: string): void => {
+    try {
+      const fn = logger?.[level];
+      if (typeof fn === "function") fn.call(logger, `[sessionhub] ${message}`);
+    } catch {
+      // a broken logger must not break the hook
+    }
+  };
+  return {
+    debug: (m) => call("debug", m),
+    info: (m) => call("info", m),
+    warn: (m) => call("warn", m),
+    error: (m) => call("error", m),
+  };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+function pickStrings(source: Record<string, unknown>, keys: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const key of keys) {
+    const value = source[key];
+    if (typeof value === "string" && value !== "") out[key] = value;
+  }
+  return out;
+}
+
+/** Build the runtime (client, queue, forwarder, continuity) for a resolved config. */
+export function createSessionHubRuntime(
+  config: SessionHubConfig,
+  log: SafeLogger,
+  options: SessionHubRuntimeOptions = {},
+): SessionHubRuntime {
+  const now = options.now ?? Date.now;
+  const newEventId = options.newEventId ?? randomUUID;
+  const client = new SessionHubClient({
+    baseUrl: config.baseUrl,
+    token: config.token,
+    timeoutMs: config.timeoutMs,
+    userAgent: `sessionhub-openclaw-plugin/${PLUGIN_VERSION}`,
+    fetchImpl: options.fetchImpl,
+  });
+  const queue = sharedQueue(config, log);
+  const forwarder = new Forwarder({
+    client,
+    queue,
+    logger: log,
+    batchSize: config.batchSize,
+    retryBaseMs: config.retryBaseMs,
+    retryMaxMs: config.retryMaxMs,
+    random: options.random,
+  });
+  const continuity = new ContinuityInjector({
+    client,
+    forwarder,
+    logger: log,
+    timeoutMs: config.timeoutMs,
+    enabled: config.injectPreamble,
+  });
+
+  const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
+    const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId() };
+    forwarder.submit(record);
+    return record;
+  };
+
+  const runtime: SessionHubRuntime = {
+    config,
+    queue,
+    forwarder,
+    continuity,
+    registeredHooks: [],
+    forward(hook, event, ctx) {
+      try {
+        const keep = MESSAGE_TRIMMED_HOOKS.has(hook) ? config.recentMessages : undefined;
+        return submit(hook, sanitizeEvent(event, keep), sanitizeCtx(ctx));
+      } catch (err) {
+        log.warn(`could not forward ${hook}: ${String(err)}`);
+        return undefined;
+      }
+    },
+    forwardInternal(raw) {
+      try {
+        const ev = isRecord(raw) ? raw : {};
+        const type = typeof ev.type === "string" ? ev.type : "command";
+        const action = typeof ev.action === "string" ? ev.action : "";
+        const hook = action ? `${type}:${action}` : type;
+        const context = isRecord(ev.context) ? ev.context : {};
+        // Only small, known fields: the internal context can carry the whole
+        // gateway config (secrets) and full session entries.
+        const slim: Record<string, unknown> = pickStrings(context, [
+          "sessionId",
+          "commandSource",
+          "senderId",
+          "workspaceDir",
+          "agentId",
+          "reason",
+        ]);
+        const entry = isRecord(context.sessionEntry) ? context.sessionEntry : null;
+        const previous = isRecord(context.previousSessionEntry) ? context.previousSessionEntry : null;
+        if (entry && typeof entry.sessionId === "string") slim.sessionEntryId = entry.sessionId;
+        if (previous && typeof previous.sessionId === "string") slim.previousSessionId = previous.sessionId;
+        const sessionKey = typeof ev.sessionKey === "string" ? ev.sessionKey : null;
+        const event = toJsonSafe({
+          type,
+          action,
+          sessionKey,
+          timestamp: ev.timestamp,
+          context: slim,
+        }) ?? null;
+        const ctx: Record<string, unknown> = { sessionKey };
+        const sessionId = slim.sessionId ?? slim.sessionEntryId ?? slim.previousSessionId;
+        if (sessionId) ctx.sessionId = sessionId;
+        if (slim.agentId) ctx.agentId = slim.agentId;
+        return submit(hook, event, toJsonSafe(ctx) ?? null);
+      } catch (err) {
+        log.warn(`could not forward an internal hook event: ${String(err)}`);
+        return undefined;
+      }
+    },
+    onDelivery: (listener) => forwarder.onDelivery(listener),
+    onContinuity: (listener) => continuity.onReport(listener),
+    flush: () => forwarder.flush(),
+    idle: () => forwarder.idle(),
+    async shutdown(budgetMs) {
+      try {
+        await forwarder.shutdown(budgetMs);
+      } finally {
+        liveRuntimes.delete(runtime);
+      }
+    },
+    stop() {
+      forwarder.stop();
+      liveRuntimes.delete(runtime);
+    },
+  };
+  liveRuntimes.add(runtime);
+  installExitHook();
+  return runtime;
+}
+
+/** Call `fn`; swallow sync throws and async rejections, never let them reach the gateway. */
+function guard<T>(log: SafeLogger, hook: string, fn: () => T): T | undefined {
+  try {
+    const result = fn();
+    if (result && typeof (result as { then?: unknown }).then === "function") {
+      return (result as unknown as Promise<unknown>).catch((err) => {
+        log.warn(`${hook} handler failed: ${String(err)}`);
+        return undefined;
+      }) as T;
+    }
+    return result;
+  } catch (err) {
+    log.warn(`${hook} handler failed: ${String(err)}`);
+    return undefined;
+  }
+}
+
+/** Register every hook on `api`. Returns the runtime, or undefined when disabled. */
+export function registerSessionHub(
+  api: PluginApiSubset,
+  options: SessionHubRuntimeOptions = {},
+): SessionHubRuntime | undefined {
+  const log = makeSafeLogger(api?.logger);
+  try {
+    const resolved = resolveConfig(api?.pluginConfig);
+    if (!resolved.ok) {
+      log.warn(`disabled: invalid config (${resolved.errors.join("; ")})`);
+      return undefined;
+    }
+    if (typeof api.on !== "function") {
+      log.warn("disabled: this gateway has no api.on (typed plugin hooks)");
+      return undefined;
+    }
+    const config = resolved.config;
+    const runtime = createSessionHubRuntime(config, log, options);
+    runtimes.set(api, runtime);
+
+    const on = (hook: string, handler: (event: unknown, ctx: unknown) => unknown, timeoutMs?: number): void => {
+      try {
+        const wrapped = (event: unknown, ctx: unknown): unknown => guard(log, hook, () => handler(event, ctx));
+        if (timeoutMs === undefined) api.on!(hook, wrapped);
+        else api.on!(hook, wrapped, { timeoutMs });
+        runtime.registeredHooks.push(hook);
+      } catch (err) {
+        log.warn(`could not register hook ${hook}: ${String(err)}`);
+      }
+    };
+
+    const forwarded = new Set<string>(FORWARDED_HOOKS);
+    for (const extra of config.extraHooks) {
+      if (NOT_FORWARDABLE.has(extra)) log.warn(`extraHooks: ${extra} cannot be forwarded; ignored`);
+      else forwarded.add(extra);
+    }
+    for (const hook of forwarded) {
+      // Observation only: hand the record over and return at once.
+      on(hook, (event, ctx) => {
+        runtime.forward(hook, event, ctx);
+        return undefined;
+      });
+    }
+
+    if (config.injectPreamble) {
+      for (const hook of PROMPT_HOOKS) {
+        on(hook, (event, ctx) => runtime.continuity.handle(hook, event, ctx), config.timeoutMs + 500);
+      }
+    }
+
+    // On gateway shutdown: brief last delivery attempt, then keep the rest on disk.
+    on("gateway_stop", () => runtime.shutdown(config.timeoutMs));
+
+    if (typeof api.registerHook === "function") {
+      try {
+        api.registerHook(
+          [...COMMAND_EVENTS],
+          (event: unknown) => {
+            guard(log, "command", () => runtime.forwardInternal(event));
+          },
+          { name: COMMAND_HOOK_NAME, description: "Forward /new, /reset and /stop to SessionHub" },
+        );
+      } catch (err) {
+        log.warn(`could not register command hooks: ${String(err)}`);
+      }
+    }
+
+    // Only a live gateway load ("full") may start background work; discovery,
+    // setup and CLI-metadata loads just see the registrations.
+    const mode = api.registrationMode;
+    if (mode === undefined || mode === "full") {
+      runtime.forwarder.start();
+      log.info(`forwarding ${runtime.registeredHooks.length} hooks to ${config.baseUrl} (queue: ${runtime.queue.file})`);
+    }
+    return runtime;
+  } catch (err) {
+    log.error(`failed to start: ${String(err)}`);
+    return undefined;
+  }
+}
+
+/** JSON Schema of the plugin config, read from openclaw.plugin.json (the authoritative copy). */
+function loadConfigSchema(): PluginConfigSchema {
+  try {
+    const manifestUrl = new URL("../../openclaw.plugin.json", import.meta.url);
+    const manifest = JSON.parse(readFileSync(manifestUrl, "utf8")) as Record<string, unknown>;
+    const schema: PluginConfigSchema = {};
+    if (isRecord(manifest.configSchema)) schema.jsonSchema = manifest.configSchema;
+    if (isRecord(manifest.uiHints)) schema.uiHints = manifest.uiHints as PluginConfigSchema["uiHints"];
+    if (schema.jsonSchema) return schema;
+  } catch {
+    // fall through to a permissive schema; the gateway validates against the manifest anyway
+  }
+  return { jsonSchema: { type: "object" } };
+}
+
+/** Build a plugin entry; tests pass options (clock, id generator...). */
+export function createPluginEntry(options: SessionHubRuntimeOptions = {}): PluginEntry {
+  return definePluginEntry({
+    id: PLUGIN_ID,
+    name: "SessionHub",
+    description: "Forwards OpenClaw lifecycle hooks to SessionHub and injects its continuity preamble.",
+    configSchema: loadConfigSchema(),
+    register(api) {
+      registerSessionHub(api, options);
+    },
+  });
+}
+
+export default createPluginEntry();

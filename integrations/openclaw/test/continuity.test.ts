@@ -1,0 +1,230 @@
+/**
+ * Continuity preamble: asked once per session on the first prompt hook,
+ * returned as { prependContext } when non-empty, nothing otherwise, and never
+ * slower than timeoutMs.
+ */
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { setupPlugin } from "./helpers/harness.js";
+import { StandinServer } from "./helpers/standin-server.js";
+
+const PREAMBLE = "## Continuity\nYou were fixing webhooks/retry.py (exponential backoff with jitter).";
+
+function ctxFor(sessionId: string, agentId = "research"): Record<string, unknown> {
+  return { agentId, sessionId, sessionKey: `${agentId}:discord:channel:42`, workspaceDir: "/w", trigger: "user" };
+}
+
+async function withServer(fn: (server: StandinServer) => Promise<void>): Promise<void> {
+  const server = new StandinServer("cont-token");
+  await server.start();
+  try {
+    await fn(server);
+  } finally {
+    await server.stop();
+  }
+}
+
+test("before_prompt_build returns the preamble as prependContext, once per session", async () => {
+  await withServer(async (server) => {
+    server.preambles.set("s-1", PREAMBLE);
+    server.preambles.set("s-2", "Other preamble");
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const build = h.api.handler("before_prompt_build");
+      const first = await build({ prompt: "Fix the flaky retry logic", messages: [] }, ctxFor("s-1"));
+      assert.deepEqual(first, { prependContext: PREAMBLE });
+      const req = server.continuityRequests();
+      assert.equal(req.length, 1);
+      assert.equal(req[0].authorization, "Bearer cont-token");
+      assert.deepEqual(req[0].body, {
+        source: "openclaw",
+        agent_id: "research",
+        session_id: "s-1",
+        session_key: "research:discord:channel:42",
+        prompt: "Fix the flaky retry logic",
+      });
+
+      const second = await build({ prompt: "and the tests", messages: [] }, ctxFor("s-1"));
+      assert.equal(second, undefined, "second prompt of the session: nothing");
+      const legacy = await h.api.handler("before_agent_start")({ prompt: "again" }, ctxFor("s-1"));
+      assert.equal(legacy, undefined, "legacy hook for the same session: nothing");
+      assert.equal(server.continuityRequests().length, 1, "asked once");
+
+      const other = await build({ prompt: "new topic", messages: [] }, ctxFor("s-2"));
+      assert.deepEqual(other, { prependContext: "Other preamble" });
+      assert.equal(server.continuityRequests().length, 2);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("older gateways: before_agent_start injects when it fires first, before_prompt_build then does not", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const legacy = await h.api.handler("before_agent_start")({ prompt: "hello" }, ctxFor("s-9"));
+      assert.deepEqual(legacy, { prependContext: PREAMBLE });
+      const build = await h.api.handler("before_prompt_build")({ prompt: "hello", messages: [] }, ctxFor("s-9"));
+      assert.equal(build, undefined);
+      assert.equal(server.continuityRequests().length, 1);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("both prompt hooks firing at the same time ask once and inject once", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const [a, b] = await Promise.all([
+        h.api.handler("before_prompt_build")({ prompt: "x", messages: [] }, ctxFor("s-c")),
+        h.api.handler("before_agent_start")({ prompt: "x" }, ctxFor("s-c")),
+      ]);
+      assert.deepEqual([a, b], [{ prependContext: PREAMBLE }, undefined]);
+      assert.equal(server.continuityRequests().length, 1);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("an empty (or blank) preamble injects nothing", async () => {
+  await withServer(async (server) => {
+    server.preambles.set("cold", "");
+    server.preambles.set("blank", "  \n ");
+    const h = setupPlugin(server.url, server.token);
+    try {
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("cold")), undefined);
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("blank")), undefined);
+      assert.equal(server.continuityRequests().length, 2);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("server down (connection refused): nothing injected, quickly", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token, { timeoutMs: 400 });
+    try {
+      await server.down();
+      const started = Date.now();
+      const result = await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("down"));
+      assert.equal(result, undefined);
+      assert.ok(Date.now() - started < 400 + 400, "within timeoutMs");
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("server hangs: nothing injected, and the hook returns within timeoutMs", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    server.continuityFailure = { kind: "hang" };
+    const h = setupPlugin(server.url, server.token, { timeoutMs: 300 });
+    try {
+      const started = Date.now();
+      const result = await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("slow"));
+      const elapsed = Date.now() - started;
+      assert.equal(result, undefined);
+      assert.ok(elapsed >= 250 && elapsed < 300 + 400, `bounded by timeoutMs (took ${elapsed} ms)`);
+    } finally {
+      server.recover();
+      h.cleanup();
+    }
+  });
+});
+
+test("hook forwarding stuck on a hanging server does not push continuity past timeoutMs", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    server.failHooks({ kind: "hang" });
+    const h = setupPlugin(server.url, server.token, { timeoutMs: 400 });
+    try {
+      h.api.handler("session_start")({ sessionId: "busy" }, ctxFor("busy"));
+      const started = Date.now();
+      const result = await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("busy"));
+      const elapsed = Date.now() - started;
+      assert.deepEqual(result, { prependContext: PREAMBLE }, "continuity itself still answered");
+      assert.ok(elapsed < 400 + 400, `took ${elapsed} ms`);
+    } finally {
+      server.recover();
+      h.cleanup();
+    }
+  });
+});
+
+test("HTTP 500 or a non-JSON answer from continuity: nothing injected", async () => {
+  await withServer(async (server) => {
+    const h = setupPlugin(server.url, server.token);
+    try {
+      server.continuityFailure = { kind: "status", status: 500 };
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("e1")), undefined);
+      server.continuityFailure = { kind: "status", status: 200, body: "<html>proxy</html>" };
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("e2")), undefined);
+      server.continuityFailure = { kind: "status", status: 200, body: JSON.stringify({ preamble: 42 }) };
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("e3")), undefined);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("a session already under way (history holds an assistant turn) is not asked", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const messages = [
+        { role: "user", content: "hi" },
+        { role: "assistant", content: [{ type: "text", text: "hello" }] },
+      ];
+      const result = await h.api.handler("before_prompt_build")({ prompt: "are you back?", messages }, ctxFor("resumed"));
+      assert.equal(result, undefined);
+      assert.equal(server.continuityRequests().length, 0);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("no session id or key: nothing asked; injectPreamble=false: never asked", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token);
+    try {
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, { agentId: "a" }), undefined);
+      assert.equal(server.continuityRequests().length, 0);
+    } finally {
+      h.cleanup();
+    }
+    const off = setupPlugin(server.url, server.token, { injectPreamble: false });
+    try {
+      assert.throws(() => off.api.handler("before_prompt_build"));
+      off.api.handler("session_start")({ sessionId: "q" }, ctxFor("q"));
+      await off.runtime.idle();
+      assert.equal(server.continuityRequests().length, 0);
+    } finally {
+      off.cleanup();
+    }
+  });
+});
+
+test("a long prompt is cut before it is sent", async () => {
+  await withServer(async (server) => {
+    const h = setupPlugin(server.url, server.token);
+    try {
+      await h.api.handler("before_prompt_build")({ prompt: "x".repeat(20000), messages: [] }, ctxFor("long"));
+      const body = server.continuityRequests()[0].body as { prompt: string };
+      assert.equal(body.prompt.length, 8000);
+    } finally {
+      h.cleanup();
+    }
+  });
+});

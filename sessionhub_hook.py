@@ -1,0 +1,1 @@
+integrations/claude-code/sessionhub_hook.py

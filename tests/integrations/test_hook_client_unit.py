@@ -1,0 +1,917 @@
+"""Unit tests for the Claude Code hook client (integrations/claude-code/sessionhub_hook.py).
+
+No Django and no real SessionHub: a small stdlib HTTP server in a thread plays the
+server, records every request and answers as each test tells it to.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import json
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLIENT_PATH = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
+TOKEN = "shk_test_token_value_123"
+
+
+def _load_client():
+    """Import the client from its file, as the console script would import it."""
+    spec = importlib.util.spec_from_file_location("sessionhub_hook", CLIENT_PATH)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sessionhub_hook"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+client = _load_client()
+
+
+def _fixtures_dir() -> Path | None:
+    """Find the Claude Code fixtures (repo copy first, then the shared folder)."""
+    candidates = [
+        os.environ.get("SESSIONHUB_FIXTURES", ""),
+        REPO / "tests" / "fixtures" / "claude-code",
+        REPO / "fixtures" / "claude-code",
+        REPO.parent / "shared" / "fixtures" / "claude-code",
+    ]
+    for candidate in candidates:
+        if candidate and (Path(candidate) / "basic" / "transcript.jsonl").is_file():
+            return Path(candidate)
+    return None
+
+
+FIXTURES = _fixtures_dir()
+SCENARIOS = ["basic", "clear", "compact", "crash", "secrets"]
+needs_fixtures = pytest.mark.skipif(FIXTURES is None, reason="Claude Code fixtures not found")
+
+
+def fixture_hooks(scenario: str) -> list[dict]:
+    """The hook payloads of one fixture scenario, with transcript_path pointing at the file."""
+    folder = FIXTURES / scenario
+    hooks = [json.loads(line) for line in (folder / "hooks.jsonl").read_text().splitlines()]
+    for hook in hooks:
+        hook["transcript_path"] = str(folder / "transcript.jsonl")
+    return hooks
+
+
+def first_hook(scenario: str, name: str) -> dict:
+    """First hook of the given event name in a scenario."""
+    return next(h for h in fixture_hooks(scenario) if h["hook_event_name"] == name)
+
+
+# --------------------------------------------------------------------------- fake server
+
+
+class FakeServer(ThreadingHTTPServer):
+    """Records requests; `mode` (or a callable of path and body) picks each answer."""
+
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.requests: list[dict] = []
+        self.mode: object = 200
+        self.preamble = ""
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        """Base URL of the fake server."""
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def hook_requests(self) -> list[dict]:
+        """Requests made to the hooks endpoint, in arrival order."""
+        return [r for r in self.requests if r["path"] == client.HOOKS_PATH]
+
+    def accepted_ids(self) -> list[str]:
+        """Event ids of every event the server answered 200 for, in order."""
+        ids = []
+        for request in self.hook_requests():
+            if request["answer"] != 200:
+                continue
+            body = request["body"]
+            for event in body if isinstance(body, list) else [body]:
+                ids.append(event["sessionhub"]["event_id"])
+        return ids
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *args) -> None:
+        """Keep the test output quiet."""
+
+    def do_POST(self) -> None:
+        """Record the request, then answer according to the server's mode."""
+        server: FakeServer = self.server  # type: ignore[assignment]
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw)
+        except ValueError:
+            body = None
+        mode = server.mode(self.path, body) if callable(server.mode) else server.mode
+        with server.lock:
+            server.requests.append(
+                {"path": self.path, "headers": dict(self.headers), "body": body, "answer": mode}
+            )
+        if mode == "drop":
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if mode == "sleep":
+            time.sleep(5)
+            mode = 200
+        if mode == "trickle":
+            # One byte at a time, each well within a socket timeout: only a total
+            # deadline stops the client from waiting the whole ~6 s.
+            answer = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}"
+            for index in range(len(answer)):
+                self.wfile.write(answer[index : index + 1])
+                self.wfile.flush()
+                time.sleep(0.15)
+            return
+        if mode != 200:
+            self._answer(mode, {"message": "nope", "code": "test"})
+            return
+        if self.path == client.CONTINUITY_PATH:
+            self._answer(200, {"preamble": server.preamble, "used": []})
+            return
+        events = body if isinstance(body, list) else [body]
+        results = [{"event_id": e["sessionhub"]["event_id"], "status": "accepted"} for e in events]
+        self._answer(200, {"results": results})
+
+    def _answer(self, code: int, payload: dict) -> None:
+        """Send a JSON answer."""
+        data = json.dumps(payload).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+@pytest.fixture
+def server():
+    """A running fake SessionHub."""
+    srv = FakeServer()
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    """A private HOME with no SessionHub settings inherited from the machine."""
+    for name in list(os.environ):
+        if name.startswith("SESSIONHUB_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("SESSIONHUB_TIMEOUT", "2")
+    return tmp_path
+
+
+@pytest.fixture
+def configured(home, server, monkeypatch):
+    """HOME plus URL and token pointing at the fake server."""
+    monkeypatch.setenv("SESSIONHUB_URL", server.url)
+    monkeypatch.setenv("SESSIONHUB_TOKEN", TOKEN)
+    return home
+
+
+def free_port_url() -> str:
+    """A URL where nothing listens (connection refused)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    return f"http://127.0.0.1:{port}"
+
+
+def run(payload, argv=None) -> tuple[int, str, float]:
+    """Call main() in-process with payload on stdin; returns (rc, stdout, seconds)."""
+    raw = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+    out = io.StringIO()
+    started = time.monotonic()
+    rc = client.main(argv or [], stdin=io.BytesIO(raw), stdout=out)
+    return rc, out.getvalue(), time.monotonic() - started
+
+
+def spool_ids(home: Path) -> list[str]:
+    """Event ids waiting in the default spool, in order."""
+    path = home / ".sessionhub" / "spool.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line)["sessionhub"]["event_id"] for line in path.read_text().splitlines()]
+
+
+def log_text(home: Path) -> str:
+    """Content of the client's log file."""
+    path = home / ".sessionhub" / "hook.log"
+    return path.read_text() if path.exists() else ""
+
+
+def tool_hook(n: int = 0) -> dict:
+    """A small PreToolUse payload."""
+    return {
+        "session_id": "5d3c9a55-0000-4000-8000-000000000001",
+        "transcript_path": "/nonexistent/transcript.jsonl",
+        "cwd": "/nonexistent/project",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": f"echo {n}"},
+        "tool_use_id": f"toolu_{n}",
+    }
+
+
+# --------------------------------------------------------------------------- posting
+
+
+def test_posts_stdin_json_plus_sessionhub_key(configured, server):
+    hook = tool_hook(1)
+    rc, out, _ = run(hook)
+
+    assert rc == 0
+    assert out == ""
+    [request] = server.requests
+    assert request["path"] == "/api/v1/hooks/claude-code"
+    assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert request["headers"]["Content-Type"] == "application/json"
+    body = dict(request["body"])
+    meta = body.pop("sessionhub")
+    assert body == hook
+    assert uuid.UUID(meta["event_id"]).version == 4
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", meta["occurred_at"])
+    assert meta["client"] == f"sessionhub-hook/{client.VERSION}"
+    assert "git_remote" not in meta and "final_message" not in meta
+    assert spool_ids(configured) == []
+
+
+def test_url_with_api_path_or_trailing_slash_is_normalised(configured, server, monkeypatch):
+    monkeypatch.setenv("SESSIONHUB_URL", server.url + "/api/v1/hooks/claude-code/")
+    run(tool_hook())
+    assert [r["path"] for r in server.requests] == ["/api/v1/hooks/claude-code"]
+
+
+def test_config_file_is_read_and_environment_wins(home, server, monkeypatch):
+    config = home / ".sessionhub" / "config.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"url": free_port_url(), "token": "from-file", "timeout": 1}))
+    monkeypatch.setenv("SESSIONHUB_URL", server.url)
+
+    run(tool_hook())
+
+    [request] = server.requests
+    assert request["headers"]["Authorization"] == "Bearer from-file"
+    cfg = client.Config()
+    assert cfg.url == server.url  # env beat the file
+    assert cfg.token == "from-file"
+
+
+def test_unconfigured_client_does_nothing_and_logs_once(home, server):
+    assert run(tool_hook())[:2] == (0, "")
+    assert run(tool_hook())[:2] == (0, "")
+
+    assert server.requests == []
+    assert spool_ids(home) == []
+    assert log_text(home).count("not set") == 1
+
+
+@pytest.mark.parametrize(
+    "raw", [b"", b"   \n", b"not json", b"[1, 2]", b'"text"', b"\xff\xfe\x00garbage"]
+)
+def test_invalid_stdin_exits_zero_silently(configured, server, raw):
+    rc, out, _ = run(raw)
+    assert (rc, out) == (0, "")
+    assert server.requests == []
+    assert spool_ids(configured) == []
+    assert "unexpected error" not in log_text(configured)  # handled, not crashed through
+
+
+def test_disable_switch(configured, server, monkeypatch):
+    monkeypatch.setenv("SESSIONHUB_DISABLE", "1")
+    run(tool_hook())
+    assert server.requests == []
+
+
+# --------------------------------------------------------------------------- git remote
+
+
+def test_git_remote_comes_from_config_without_credentials(configured, server, tmp_path):
+    repo = tmp_path / "work" / "billing"
+    (repo / ".git").mkdir(parents=True)
+    (repo / ".git" / "config").write_text(
+        "[core]\n\tbare = false\n"
+        '[remote "upstream"]\n\turl = https://github.com/other/fork.git\n'
+        '[remote "origin"]\n'
+        "\turl = https://deploy:s3cr3t-pass@github.com/acme/billing.git  ; a comment\n"
+        "\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+    )
+    (repo / "src" / "deep").mkdir(parents=True)
+    hook = tool_hook()
+    hook["cwd"] = str(repo / "src" / "deep")
+
+    run(hook)
+
+    meta = server.requests[0]["body"]["sessionhub"]
+    assert meta["git_remote"] == "https://github.com/acme/billing.git"
+    assert "s3cr3t" not in json.dumps(server.requests[0]["body"]["sessionhub"])
+
+
+def test_git_remote_of_a_worktree_uses_the_common_config(tmp_path):
+    main_git = tmp_path / "main" / ".git"
+    (main_git / "worktrees" / "feature").mkdir(parents=True)
+    (main_git / "config").write_text('[remote "origin"]\n\turl = git@github.com:acme/app.git\n')
+    (main_git / "worktrees" / "feature" / "commondir").write_text("../..\n")
+    worktree = tmp_path / "feature"
+    worktree.mkdir()
+    (worktree / ".git").write_text(f"gitdir: {main_git / 'worktrees' / 'feature'}\n")
+
+    assert client.find_git_remote(str(worktree)) == "git@github.com:acme/app.git"
+    assert client.find_git_remote(str(tmp_path / "elsewhere")) is None
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("https://user:pw@github.com/a/b.git", "https://github.com/a/b.git"),
+        ("https://ghp_tokenonly@github.com/a/b.git", "https://github.com/a/b.git"),
+        ("http://u:p@host:8080/x", "http://host:8080/x"),
+        ("ssh://git:pw@host/a/b.git", "ssh://git@host/a/b.git"),
+        ("git@github.com:a/b.git", "git@github.com:a/b.git"),
+        ("https://github.com/a/b.git", "https://github.com/a/b.git"),
+    ],
+)
+def test_strip_credentials(url, expected):
+    assert client.strip_credentials(url) == expected
+
+
+# --------------------------------------------------------------------------- transcript
+
+
+def _fixture_thinking_and_text(path: Path) -> tuple[list[str], list[str]]:
+    """All thinking texts and all assistant texts of a transcript, in order."""
+    thinking, texts = [], []
+    for line in path.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("type") != "assistant":
+            continue
+        for block in record["message"]["content"]:
+            if block.get("type") == "thinking":
+                thinking.append(block["thinking"])
+            elif block.get("type") == "text":
+                texts.append(block["text"])
+    return thinking, texts
+
+
+@needs_fixtures
+@pytest.mark.parametrize("scenario", SCENARIOS)
+def test_fixture_transcript_final_message_and_reasoning_tail(scenario):
+    path = FIXTURES / scenario / "transcript.jsonl"
+    thinking, texts = _fixture_thinking_and_text(path)
+    last_stop = [h for h in fixture_hooks(scenario) if h["hook_event_name"] == "Stop"][-1]
+
+    final, tail = client.read_transcript(str(path))
+
+    # The transcript's last text agrees with what Claude Code put in the Stop payload.
+    assert final == last_stop["last_assistant_message"] == texts[-1]
+    assert tail
+    assert len(tail) <= client.TAIL_CHARS
+    assert tail.endswith(thinking[-1])
+    # The tail is made of thinking only: every paragraph is (part of) a thinking block,
+    # and no visible answer leaks into it.
+    for paragraph in tail.split("\n\n"):
+        assert any(paragraph in t for t in thinking), paragraph
+    for text in texts:
+        assert text not in tail
+
+
+@needs_fixtures
+def test_stop_event_carries_final_message_and_reasoning_tail(configured, server):
+    hook = first_hook("basic", "Stop")
+    run(hook)
+
+    body = server.requests[0]["body"]
+    meta = body.pop("sessionhub")
+    assert body == hook
+    assert meta["final_message"] == hook["last_assistant_message"]
+    assert meta["reasoning_tail"].endswith("TODO: task-415 follow-up on monitoring.")
+    assert "Done. I fixed" not in meta["reasoning_tail"]
+
+
+@needs_fixtures
+def test_session_end_reads_final_message_from_transcript(configured, server):
+    hook = first_hook("clear", "SessionEnd")
+    assert "last_assistant_message" not in hook
+    run(hook)
+
+    meta = server.requests[0]["body"]["sessionhub"]
+    assert meta["final_message"].startswith("Done. I fixed investigate slow query")
+    assert meta["reasoning_tail"].endswith("TODO: task-420 follow-up on monitoring.")
+
+
+def _assistant_line(msg_id: str, blocks: list[dict], **extra) -> str:
+    """One transcript line of an assistant message."""
+    record = {
+        "type": "assistant",
+        "uuid": str(uuid.uuid4()),
+        "message": {"id": msg_id, "role": "assistant", "content": blocks},
+        **extra,
+    }
+    return json.dumps(record)
+
+
+def test_split_message_is_joined_and_tail_cut_on_a_word(tmp_path):
+    words = " ".join(f"word{i:04d}" for i in range(600))  # about 5,400 characters
+    lines = [
+        json.dumps({"type": "user", "message": {"role": "user", "content": "go"}}),
+        _assistant_line("msg_1", [{"type": "thinking", "thinking": "early idea"}]),
+        _assistant_line("msg_1", [{"type": "text", "text": "Old answer."}]),
+        _assistant_line("msg_2", [{"type": "thinking", "thinking": words}]),
+        _assistant_line("msg_2", [{"type": "text", "text": "First part."}]),
+        _assistant_line("msg_2", [{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}]),
+        _assistant_line("msg_2", [{"type": "text", "text": "Second part."}]),
+        '{"type": "assistant", "message": {"id": "msg_3", "content": [{"type": "te',  # torn
+    ]
+    path = tmp_path / "t.jsonl"
+    path.write_text("\n".join(lines))
+
+    final, tail = client.read_transcript(str(path))
+
+    assert final == "First part.\n\nSecond part."
+    assert len(tail) <= 2000
+    assert tail.endswith("word0599")
+    assert re.fullmatch(r"(word\d{4} ?)+", tail), "tail must start on a whole word"
+    assert "answer" not in tail and "part." not in tail
+
+
+def test_long_transcript_is_read_from_the_end(tmp_path):
+    path = tmp_path / "big.jsonl"
+    filler = _assistant_line("msg_old", [{"type": "text", "text": "x" * 1000}])
+    with path.open("w") as handle:
+        handle.write("this first line is not JSON at all\n")
+        for _ in range(2000):  # about 2 MB of older conversation
+            handle.write(filler + "\n")
+        handle.write(_assistant_line("msg_new", [{"type": "thinking", "thinking": "last thought"}]))
+        handle.write("\n" + _assistant_line("msg_new", [{"type": "text", "text": "Final."}]) + "\n")
+    assert path.stat().st_size > 2 * client.TRANSCRIPT_WINDOW
+
+    final, tail = client.read_transcript(str(path))
+
+    assert (final, tail) == ("Final.", "last thought")
+
+
+def test_sidechain_lines_stay_out_of_the_main_summary(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                _assistant_line("m1", [{"type": "text", "text": "Main answer."}]),
+                _assistant_line(
+                    "s1", [{"type": "text", "text": "Subagent answer."}], isSidechain=True
+                ),
+            ]
+        )
+    )
+    assert client.read_transcript(str(path))[0] == "Main answer."
+    assert client.read_transcript(str(path), sidechain=True)[0] == "Subagent answer."
+
+
+def test_subagent_stop_prefers_the_agent_transcript(configured, server, tmp_path):
+    agent = tmp_path / "agent.jsonl"
+    agent.write_text(
+        _assistant_line(
+            "a1", [{"type": "thinking", "thinking": "sub think"}, {"type": "text", "text": "Sub."}]
+        )
+    )
+    hook = tool_hook()
+    hook.update(
+        hook_event_name="SubagentStop",
+        transcript_path=str(tmp_path / "missing.jsonl"),
+        agent_transcript_path=str(agent),
+    )
+    run(hook)
+    meta = server.requests[0]["body"]["sessionhub"]
+    assert (meta["final_message"], meta["reasoning_tail"]) == ("Sub.", "sub think")
+
+
+def test_missing_transcript_is_skipped_silently(configured, server):
+    hook = tool_hook()
+    hook.update(hook_event_name="Stop", last_assistant_message="All done.")
+    rc, out, _ = run(hook)
+    assert (rc, out) == (0, "")
+    meta = server.requests[0]["body"]["sessionhub"]
+    assert meta["final_message"] == "All done."
+    assert "reasoning_tail" not in meta
+
+
+# --------------------------------------------------------------------------- spool
+
+
+@pytest.mark.parametrize("failure", [500, 503, 429, "drop"])
+def test_transient_failure_spools_then_next_call_flushes_in_order(configured, server, failure):
+    server.mode = failure
+    run(tool_hook(1))
+    run(tool_hook(2))
+    waiting = spool_ids(configured)
+    assert len(waiting) == 2
+
+    server.mode = 200
+    server.requests.clear()
+    run(tool_hook(3))
+
+    first, second = server.hook_requests()
+    assert isinstance(first["body"], list)  # the spool goes first, as one batch
+    assert [e["sessionhub"]["event_id"] for e in first["body"]] == waiting
+    assert [e["tool_use_id"] for e in first["body"]] == ["toolu_1", "toolu_2"]
+    assert second["body"]["tool_use_id"] == "toolu_3"
+    assert spool_ids(configured) == []
+    # Each event reached the server exactly once with an answer of 200.
+    accepted = server.accepted_ids()
+    assert len(accepted) == len(set(accepted)) == 3
+
+
+def test_refused_connection_spools_and_flush_command_sends(configured, server, monkeypatch):
+    monkeypatch.setenv("SESSIONHUB_URL", free_port_url())
+    rc, out, _ = run(tool_hook(1))
+    assert (rc, out) == (0, "")
+    waiting = spool_ids(configured)
+    assert len(waiting) == 1
+
+    monkeypatch.setenv("SESSIONHUB_URL", server.url)
+    out = io.StringIO()
+    assert client.main(["flush"], stdout=out) == 0
+    assert "sent 1, waiting 0" in out.getvalue()
+    assert server.accepted_ids() == waiting
+    assert spool_ids(configured) == []
+
+
+def test_server_down_during_flush_spools_current_event_without_trying_it(configured, server):
+    server.mode = 500
+    run(tool_hook(1))
+    server.requests.clear()
+
+    run(tool_hook(2))
+
+    assert len(server.requests) == 1  # only the spool batch was tried
+    assert len(spool_ids(configured)) == 2
+
+
+@pytest.mark.parametrize("code", [400, 401, 403, 404, 413])
+def test_permanent_error_is_not_spooled_but_logged(configured, server, code):
+    server.mode = code
+    rc, out, _ = run(tool_hook(1))
+
+    assert (rc, out) == (0, "")
+    assert len(server.requests) == 1
+    assert spool_ids(configured) == []
+    assert f"HTTP {code}" in log_text(configured)
+
+
+def test_rejected_event_is_logged(configured, server):
+    def answer(path, body):
+        return 200
+
+    server.mode = answer
+    original = _Handler._answer
+
+    def rejecting(self, code, payload):
+        if "results" in payload:
+            for item in payload["results"]:
+                item.update(status="rejected", field="session_id", reason="bad")
+        original(self, code, payload)
+
+    _Handler._answer = rejecting
+    try:
+        run(tool_hook(1))
+    finally:
+        _Handler._answer = original
+    assert "rejected event" in log_text(configured)
+    assert spool_ids(configured) == []
+
+
+def test_spool_batches_hold_at_most_1000_events(configured, server):
+    spool = client.Spool(client.Config().spool_path)
+    deadline = client.Deadline(5)
+    events = [client.build_event(tool_hook(n), deadline) for n in range(1005)]
+    spool.append(events, deadline)
+
+    run(tool_hook(9999))
+
+    sizes = [len(r["body"]) if isinstance(r["body"], list) else 1 for r in server.requests]
+    assert sizes == [1000, 5, 1]
+    assert server.accepted_ids()[:1005] == [e["sessionhub"]["event_id"] for e in events]
+    assert spool_ids(configured) == []
+
+
+def test_oversize_batch_is_split_until_it_fits(configured, server):
+    spool = client.Spool(client.Config().spool_path)
+    deadline = client.Deadline(5)
+    events = [client.build_event(tool_hook(n), deadline) for n in range(5)]
+    spool.append(events, deadline)
+    server.mode = lambda path, body: 413 if isinstance(body, list) and len(body) > 2 else 200
+
+    run(tool_hook(99))
+
+    ids = [e["sessionhub"]["event_id"] for e in events]
+    assert server.accepted_ids()[:5] == ids  # all delivered, still in order
+    assert spool_ids(configured) == []
+
+
+def test_auth_failure_keeps_the_spool(configured, server):
+    server.mode = 500
+    run(tool_hook(1))
+    server.mode = 401
+    run(tool_hook(2))
+    assert len(spool_ids(configured)) == 1  # the spooled event waits for a fixed token
+
+
+def test_concurrent_hooks_never_send_an_event_twice(configured, server):
+    server.mode = 500
+    for n in range(30):
+        run(tool_hook(n))
+    waiting = spool_ids(configured)
+    assert len(waiting) == 30
+    server.mode = 200
+    server.requests.clear()
+
+    threads = [threading.Thread(target=run, args=(tool_hook(100 + n),)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+
+    accepted = server.accepted_ids()
+    assert len(accepted) == len(set(accepted)) == 38
+    assert set(waiting) <= set(accepted)
+    assert spool_ids(configured) == []
+
+
+def test_spool_file_is_private(configured, server):
+    server.mode = 500
+    run(tool_hook())
+    mode = stat.S_IMODE((configured / ".sessionhub" / "spool.jsonl").stat().st_mode)
+    assert mode == 0o600
+
+
+# --------------------------------------------------------------------------- SessionStart
+
+
+def session_start(source: str = "startup") -> dict:
+    """A SessionStart payload."""
+    hook = tool_hook()
+    for key in ("tool_name", "tool_input", "tool_use_id"):
+        hook.pop(key)
+    hook.update(hook_event_name="SessionStart", source=source, model="claude-sonnet-4-5")
+    return hook
+
+
+def test_session_start_prints_the_preamble_as_additional_context(configured, server):
+    server.preamble = "## Continuity\nYou were migrating the session store to redis."
+    rc, out, _ = run(session_start())
+
+    assert rc == 0
+    assert [r["path"] for r in server.requests] == [client.HOOKS_PATH, client.CONTINUITY_PATH]
+    assert server.requests[1]["body"] == {
+        "source": "claude-code",
+        "session_id": session_start()["session_id"],
+    }
+    assert server.requests[1]["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    assert out.endswith("\n") and out.count("\n") == 1
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "SessionStart",
+            "additionalContext": server.preamble,
+        }
+    }
+
+
+def test_session_start_with_empty_preamble_prints_nothing(configured, server):
+    server.preamble = ""
+    rc, out, _ = run(session_start())
+    assert (rc, out) == (0, "")
+    assert len(server.requests) == 2
+
+
+def test_session_start_after_compaction_asks_for_no_preamble(configured, server):
+    server.preamble = "something"
+    rc, out, _ = run(session_start("compact"))
+    assert (rc, out) == (0, "")
+    assert [r["path"] for r in server.requests] == [client.HOOKS_PATH]
+
+
+def test_session_start_with_server_down_prints_nothing_and_spools(configured, server):
+    server.preamble = "something"
+    server.mode = 503
+    rc, out, _ = run(session_start())
+    assert (rc, out) == (0, "")
+    assert [r["path"] for r in server.requests] == [client.HOOKS_PATH]
+    assert len(spool_ids(configured)) == 1
+
+
+def test_continuity_failure_prints_nothing(configured, server):
+    server.preamble = "something"
+    server.mode = lambda path, body: 500 if path == client.CONTINUITY_PATH else 200
+    rc, out, _ = run(session_start())
+    assert (rc, out) == (0, "")
+    assert spool_ids(configured) == []  # the event itself went through
+
+
+# --------------------------------------------------------------------------- time budget
+
+
+@pytest.mark.parametrize("behaviour", ["sleep", "trickle"])
+@pytest.mark.parametrize("payload", [tool_hook(), session_start()])
+def test_slow_server_cannot_hold_the_hook_past_its_timeout(
+    configured, server, monkeypatch, payload, behaviour
+):
+    monkeypatch.setenv("SESSIONHUB_TIMEOUT", "1")
+    server.preamble = "late"
+    server.mode = behaviour
+
+    rc, out, elapsed = run(payload)
+
+    assert (rc, out) == (0, "")
+    assert elapsed < 1.0 + 0.3
+    assert len(spool_ids(configured)) == 1  # timed out, so kept for later (server dedupes)
+
+
+def test_timeout_also_bounds_a_flush(configured, server, monkeypatch):
+    server.mode = 500
+    run(tool_hook(1))
+    monkeypatch.setenv("SESSIONHUB_TIMEOUT", "1")
+    server.mode = "sleep"
+
+    _, _, elapsed = run(tool_hook(2))
+
+    assert elapsed < 1.3
+    assert len(spool_ids(configured)) == 2
+
+
+# --------------------------------------------------------------------------- robustness
+
+
+def test_unexpected_error_is_logged_never_raised(configured, server, monkeypatch):
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(client, "build_event", explode)
+    rc, out, _ = run(tool_hook())
+    assert (rc, out) == (0, "")
+    assert "boom" in log_text(configured)
+
+
+def test_log_is_rotated_past_one_megabyte(home):
+    log_path = home / ".sessionhub" / "hook.log"
+    log_path.parent.mkdir()
+    log_path.write_text("x" * (client.LOG_MAX_BYTES + 10))
+
+    client.log("fresh line")
+
+    assert log_path.stat().st_size < 200
+    assert "fresh line" in log_path.read_text()
+    assert (home / ".sessionhub" / "hook.log.1").stat().st_size > client.LOG_MAX_BYTES
+
+
+def test_runs_as_a_script_with_nothing_on_stdout(configured, server):
+    env = dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, str(CLIENT_PATH)],
+        input=json.dumps(tool_hook(7)).encode(),
+        capture_output=True,
+        env=env,
+        timeout=10,
+        check=False,
+    )
+    assert done.returncode == 0
+    assert done.stdout == b""
+    assert server.hook_requests()[0]["body"]["tool_use_id"] == "toolu_7"
+
+
+def test_version(capsys):
+    out = io.StringIO()
+    assert client.main(["--version"], stdout=out) == 0
+    assert out.getvalue().strip() == f"sessionhub-hook {client.VERSION}"
+
+
+# --------------------------------------------------------------------------- install
+
+
+def _our_entries(settings: dict, event: str) -> list[dict]:
+    """The client's entries for one event in a settings dict."""
+    return [
+        entry
+        for group in settings["hooks"].get(event, [])
+        for entry in group.get("hooks", [])
+        if "sessionhub" in entry.get("command", "")
+    ]
+
+
+def test_install_is_idempotent_and_keeps_existing_hooks(home, tmp_path):
+    settings_file = tmp_path / "proj" / ".claude" / "settings.json"
+    settings_file.parent.mkdir(parents=True)
+    existing = {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(npm test)"]},
+        "hooks": {
+            "PreToolUse": [
+                {"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}
+            ],
+            "Stop": [{"hooks": [{"type": "command", "command": "notify-send done"}]}],
+            "PermissionRequest": [{"hooks": [{"type": "command", "command": "ask.sh"}]}],
+        },
+    }
+    settings_file.write_text(json.dumps(existing))
+    argv = ["install", "--settings", str(settings_file)]
+
+    assert client.main(argv, stdout=io.StringIO()) == 0
+    first = settings_file.read_bytes()
+    assert client.main(argv, stdout=io.StringIO()) == 0
+    assert settings_file.read_bytes() == first
+
+    settings = json.loads(first)
+    assert settings["model"] == "opus"
+    assert settings["permissions"] == existing["permissions"]
+    assert settings["hooks"]["PreToolUse"][0] == existing["hooks"]["PreToolUse"][0]
+    assert settings["hooks"]["Stop"][0] == existing["hooks"]["Stop"][0]
+    assert settings["hooks"]["PermissionRequest"] == existing["hooks"]["PermissionRequest"]
+    for event in client.INSTALL_EVENTS:
+        [entry] = _our_entries(settings, event)
+        assert entry["type"] == "command"
+        assert "sessionhub_hook.py" in entry["command"] or "sessionhub-hook" in entry["command"]
+    tool_group = settings["hooks"]["PostToolUse"][-1]
+    assert tool_group["matcher"] == "*"
+
+
+def test_install_updates_a_moved_command_in_place(home, tmp_path):
+    settings_file = tmp_path / "settings.json"
+    old = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "/old/sessionhub-hook"}]}]}}
+    settings_file.write_text(json.dumps(old))
+
+    client.main(
+        ["install", "--settings", str(settings_file), "--command", "/new/sessionhub-hook"],
+        stdout=io.StringIO(),
+    )
+
+    settings = json.loads(settings_file.read_text())
+    assert len(settings["hooks"]["Stop"]) == 1
+    assert [e["command"] for e in _our_entries(settings, "Stop")] == ["/new/sessionhub-hook"]
+
+
+def test_install_user_scope_and_config_file(home, server):
+    out = io.StringIO()
+    client.main(["install", "--user", "--url", server.url, "--token", TOKEN], stdout=out)
+
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    assert len(_our_entries(settings, "SessionStart")) == 1
+    config = home / ".sessionhub" / "config.json"
+    assert json.loads(config.read_text()) == {"url": server.url, "token": TOKEN}
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+    out = io.StringIO()
+    client.main(["status"], stdout=out)
+    text = out.getvalue()
+    assert server.url in text
+    assert "token:   set" in text
+    assert TOKEN not in text
+    assert "(0 event(s) waiting)" in text
+
+
+def test_status_counts_waiting_events(configured, server):
+    server.mode = 500
+    run(tool_hook(1))
+    run(tool_hook(2))
+    out = io.StringIO()
+    client.main(["status"], stdout=out)
+    assert "(2 event(s) waiting)" in out.getvalue()
+    assert TOKEN not in out.getvalue()
+
+
+def test_uninstall_removes_only_our_entries(home, tmp_path):
+    settings_file = tmp_path / "settings.json"
+    mine = {"type": "command", "command": "audit.sh"}
+    settings_file.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [mine]}]}}))
+    client.main(["install", "--settings", str(settings_file)], stdout=io.StringIO())
+
+    client.main(["uninstall", "--settings", str(settings_file)], stdout=io.StringIO())
+
+    assert json.loads(settings_file.read_text()) == {"hooks": {"PreToolUse": [{"hooks": [mine]}]}}
