@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from memory.continuity import pins_release
 from memory.redaction import RULES_VERSION, redact_value
 from sessionhub.models import ApiToken, Team
 
@@ -203,11 +204,14 @@ def events_store(
         new_by_session[session_pk] = []
     for session_pk, new_events in new_by_session.items():
         session = touched[session_pk]
+        was_open = session.is_open
         if session_pk in adopted:
             session_refold(session)  # adopted events may lie anywhere in its past
         else:
             _advance(session, new_events)
         _link(session, new_events, received_at)
+        if was_open and not session.is_open:
+            pins_release(session, session.ended_at)
         session.memory_dirty_at = received_at
         session.save()
     if new_by_session:
@@ -509,12 +513,40 @@ def session_close(
         payload={},
         redaction_version=RULES_VERSION,
     )
+    was_open = session.is_open
     _advance(session, [state.FoldEvent(kind=EventKind.SESSION_END, occurred_at=at, facts=facts)])
+    if was_open and not session.is_open:
+        pins_release(session, session.ended_at)
     session.memory_dirty_at = timezone.now()
     session.save()
     pk = str(session.pk)
     transaction.on_commit(lambda: enqueue_session_work([pk]))
     return True
+
+
+def session_for_continuity(
+    *, team: Team, source: str, external_id: str, agent_external_id: str = ""
+) -> Session | None:
+    """The session a gateway asks continuity for; a shell is made when the gateway's start
+    event is still on its way (the plugin sends it in the background) and it names its agent.
+    """
+    session = (
+        Session.objects.select_related("agent")
+        .filter(team=team, source=source, external_id=external_id)
+        .first()
+    )
+    if session is not None or not agent_external_id:
+        return session
+    agent, _ = Agent.objects.get_or_create(
+        team=team,
+        source=source,
+        external_id=agent_external_id,
+        defaults={"name": agent_external_id, "last_seen_at": timezone.now()},
+    )
+    session, _ = Session.objects.get_or_create(
+        team=team, source=source, external_id=external_id, defaults={"agent": agent}
+    )
+    return session
 
 
 # --- background work -------------------------------------------------------------------
@@ -556,6 +588,12 @@ def crashed_sessions_close(*, now: datetime | None = None, limit: int = 1000) ->
         Session.objects.filter(
             Q(status=SessionStatus.ACTIVE, last_event_at__lt=now - limits["CRASH_HORIZON"])
             | Q(status=SessionStatus.SUSPENDED, last_event_at__lt=now - limits["SUSPEND_HORIZON"])
+            # A shell made for continuity whose start never came.
+            | Q(
+                status=SessionStatus.ACTIVE,
+                last_event_at__isnull=True,
+                created_at__lt=now - limits["CRASH_HORIZON"],
+            )
         )
         .order_by("last_event_at")
         .values_list("pk", flat=True)[:limit]
@@ -567,7 +605,9 @@ def crashed_sessions_close(*, now: datetime | None = None, limit: int = 1000) ->
                 continue
             suspended = session.status == SessionStatus.SUSPENDED
             reason = EndReason.PRUNED if suspended else EndReason.CRASHED
-            at = (session.suspended_at if suspended else session.last_event_at) or now
+            at = (
+                session.suspended_at if suspended else session.last_event_at
+            ) or session.created_at
             closed += session_close(
                 session=session,
                 reason=reason,

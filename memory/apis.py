@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
@@ -260,3 +261,124 @@ class SessionSummarizeApi(APIView):
         pk = str(session.pk)
         transaction.on_commit(lambda: summarize_session.delay(pk))
         return Response({"queued": True}, status=status.HTTP_202_ACCEPTED)
+
+
+# --- continuity --------------------------------------------------------------------------
+
+
+class ContinuityRequestSerializer(serializers.Serializer):
+    source = serializers.ChoiceField(
+        [Source.CLAUDE_CODE, Source.OPENCLAW, Source.GENERIC], default=Source.GENERIC
+    )
+    session_id = serializers.CharField(max_length=200, help_text="The gateway's session id")
+    agent_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    session_key = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    keywords = serializers.ListField(
+        child=serializers.CharField(max_length=100), required=False, max_length=200
+    )
+    prompt = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+
+
+class ContinuityAnswerSerializer(serializers.Serializer):
+    record_id = serializers.IntegerField()
+    session_id = serializers.UUIDField()
+    trigger = serializers.CharField()
+    preamble = serializers.CharField(allow_blank=True)
+    sources = serializers.ListField(child=serializers.DictField())
+    candidates_scored = serializers.IntegerField()
+    inherited_pins = serializers.ListField(child=serializers.DictField())
+    keywords = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+
+
+class ContinuityApi(APIView):
+    """The preamble for a session at its start: scored prior sessions, inherited pins.
+
+    Asking again for the same session returns the same answer and changes nothing.
+    """
+
+    required_scope = "ingest"
+
+    @extend_schema(
+        request=ContinuityRequestSerializer,
+        responses={200: ContinuityAnswerSerializer, 400: _ERROR, 404: _ERROR},
+    )
+    def post(self, request: Request) -> Response:
+        from lifecycle.services import session_for_continuity
+
+        from .continuity import continuity_build, record_as_dict
+
+        data = ContinuityRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = data.validated_data
+        token = request.user.token
+        session = session_for_continuity(
+            team=token.team,
+            source=values["source"],
+            external_id=values["session_id"],
+            agent_external_id=values.get("agent_id", ""),
+        )
+        if session is None:
+            raise NotFound("No such session: post its start event first, or name its agent_id")
+        record = continuity_build(
+            session=session,
+            keywords=values.get("keywords"),
+            prompt=values.get("prompt", ""),
+            requested_by=f"token:{token.prefix}",
+        )
+        return Response(record_as_dict(record))
+
+
+class ContinueRequestSerializer(serializers.Serializer):
+    source_session_id = serializers.UUIDField(help_text="The SessionHub id to continue from")
+
+
+class SessionContinueApi(APIView):
+    """Manual continue: this session inherits from a chosen one, whatever its score."""
+
+    required_scope = "ingest"
+
+    @extend_schema(
+        request=ContinueRequestSerializer,
+        responses={200: ContinuityAnswerSerializer, 400: _ERROR, 404: _ERROR},
+    )
+    def post(self, request: Request, session_id: str) -> Response:
+        from .continuity import continuity_continue, record_as_dict
+
+        target = _session(request, session_id)
+        data = ContinueRequestSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        source = _session(request, str(data.validated_data["source_session_id"]))
+        record = continuity_continue(
+            target=target, source=source, requested_by=f"token:{request.user.token.prefix}"
+        )
+        return Response(record_as_dict(record))
+
+
+class SessionContinuityRecordsApi(APIView):
+    """Every preamble served to a session, newest first."""
+
+    required_scope = "read"
+
+    @extend_schema(responses={200: ContinuityAnswerSerializer(many=True), 404: _ERROR})
+    def get(self, request: Request, session_id: str) -> Response:
+        from .continuity import record_as_dict
+        from .models import ContinuityRecord
+
+        session = _session(request, session_id)
+        records = ContinuityRecord.objects.filter(session=session).order_by("-created_at")[:100]
+        return Response([record_as_dict(r) for r in records])
+
+
+class SessionExportApi(APIView):
+    """A session (``?chain=1``: its whole chain) as one JSON document."""
+
+    required_scope = "read"
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: _ERROR})
+    def get(self, request: Request, session_id: str) -> Response:
+        from .export import session_export
+
+        session = _session(request, session_id)
+        chain = request.query_params.get("chain") in ("1", "true", "yes")
+        return Response(session_export(session, chain=chain))

@@ -95,14 +95,15 @@ def _sentence_around(text: str, start: int, end: int, limit: int = 200) -> str:
     return text[left:right].strip()[:limit]
 
 
-def pending_tasks(sources: Iterable[tuple[str, str]]) -> list[PendingTask]:
-    """Tasks flagged in (source, text) pairs, in order, minus those later said to be done.
+def task_states(sources: Iterable[tuple[str, str]]) -> tuple[list[PendingTask], set[str]]:
+    """(pending tasks, ids said to be done) from (source, text) pairs, in order.
 
     A task is a ``task-NNN`` id, or a sentence marked TODO / [TASK] / in-progress /
     incomplete. A later sentence that names the same task id with a word such as
     "done" or "merged" closes it.
     """
     found: dict[str, PendingTask] = {}
+    done: set[str] = set()
     for source, text in sources:
         if not text:
             continue
@@ -111,7 +112,9 @@ def pending_tasks(sources: Iterable[tuple[str, str]]) -> list[PendingTask]:
             sentence = _sentence_around(text, match.start(), match.end())
             if _DONE.search(sentence) and not _MARKER.search(sentence):
                 found.pop(task_id, None)
+                done.add(task_id)
                 continue
+            done.discard(task_id)
             found.setdefault(task_id, PendingTask(task_id, sentence, source))
         for match in _MARKER.finditer(text):
             sentence = _sentence_around(text, match.start(), match.end())
@@ -119,7 +122,12 @@ def pending_tasks(sources: Iterable[tuple[str, str]]) -> list[PendingTask]:
                 continue  # already counted under its id
             key = "note:" + sentence.lower()[:80]
             found.setdefault(key, PendingTask(key, sentence, source))
-    return list(found.values())
+    return list(found.values()), done
+
+
+def pending_tasks(sources: Iterable[tuple[str, str]]) -> list[PendingTask]:
+    """The tasks still open in (source, text) pairs."""
+    return task_states(sources)[0]
 
 
 def project_name(path_or_remote: str) -> str:

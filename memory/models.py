@@ -3,6 +3,7 @@ and the record of every continuity preamble served."""
 
 from __future__ import annotations
 
+import uuid
 from typing import ClassVar
 
 from django.conf import settings
@@ -20,6 +21,7 @@ class Pin(models.Model):
         NORMAL = "normal", "Normal"
         CRITICAL = "critical", "Critical"
 
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="pins")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="pins")
     label = models.CharField(max_length=200)
@@ -146,6 +148,7 @@ class SessionFeatures(models.Model):
     hot_topics = models.JSONField(default=list, blank=True)
     active_projects = models.JSONField(default=list, blank=True)
     pending_tasks = models.JSONField(default=list, blank=True)
+    done_tasks = models.JSONField(default=list, blank=True, help_text="Task ids said to be done")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -196,6 +199,7 @@ class ContinuityRecord(models.Model):
         AUTOMATIC = "automatic", "Automatic"
         MANUAL = "manual", "Manual continue"
 
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="continuity_records")
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="continuity_records"

@@ -155,7 +155,7 @@ def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionF
     )
     pin_texts = [f"{label}. {content}" for label, content in pins]
     topics = feature_lib.hot_topics(texts["prompts"] + pin_texts + texts["tools"])
-    pending = feature_lib.pending_tasks(
+    pending, done = feature_lib.task_states(
         [("pin", t) for t in pin_texts]
         + [("prompt", t) for t in texts["prompts"]]
         + [("reasoning", t) for t in texts["reasoning"]]
@@ -170,6 +170,7 @@ def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionF
             "hot_topics": topics,
             "active_projects": projects,
             "pending_tasks": [task.as_dict() for task in pending],
+            "done_tasks": sorted(done),
         },
     )
     return row

@@ -40,6 +40,9 @@ from .settings import CACHES, DATABASES, REDIS_URL  # noqa: E402
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
+else:
+    # One test database per run, so two suites on one machine never drop each other's.
+    DATABASES["default"]["TEST"] = {"NAME": f"test_sessionhub_{os.getpid()}"}
 DATABASES["default"]["CONN_MAX_AGE"] = 0
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -1,0 +1,349 @@
+"""Sessions as portable JSON documents: export, and an idempotent import.
+
+A document holds sessions with everything that hangs off them (events, pins, tails,
+observations, summary, features, continuity records). Rows are named by stable keys
+(session UUIDs, event ids, pin and record UIDs), never by database ids, so export →
+import into an empty database → export gives the same document.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from lifecycle.models import Agent, LifecycleEvent, Session
+from lifecycle.selectors import session_chain
+from sessionhub.models import Team
+
+from .continuity import session_pins_q
+from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
+
+FORMAT = "sessionhub.sessions/1"
+
+SESSION_FIELDS = [
+    "external_id",
+    "source",
+    "session_key",
+    "channel",
+    "cwd",
+    "project",
+    "model",
+    "status",
+    "started_at",
+    "ended_at",
+    "suspended_at",
+    "first_event_at",
+    "last_event_at",
+    "end_reason",
+    "end_detail",
+    "recovered",
+    "has_start",
+    "in_compaction",
+    "suspend_count",
+    "suspended_seconds",
+    "event_count",
+    "prompt_count",
+    "turn_count",
+    "tool_use_count",
+    "compaction_count",
+    "reported_message_count",
+    "token_count",
+    "previous_external_id",
+    "successor_external_id",
+]
+EVENT_FIELDS = [
+    "event_id",
+    "kind",
+    "source",
+    "hook",
+    "phase",
+    "occurred_at",
+    "received_at",
+    "facts",
+    "payload",
+    "redaction_version",
+]
+PIN_FIELDS = ["label", "content", "priority", "pinned_at", "unpinned_at", "redaction_version"]
+TAIL_FIELDS = ["text", "final_message", "token_count", "captured_at", "redaction_version"]
+OBSERVATION_FIELDS = [
+    "tool_name",
+    "input_digest",
+    "output_digest",
+    "failed",
+    "occurred_at",
+    "redaction_version",
+]
+SUMMARY_FIELDS = [
+    *Summary.SECTIONS,
+    "final_message",
+    "method",
+    "fallback_reason",
+    "llm_tokens",
+    "events_seen",
+    "redaction_version",
+]
+FEATURE_FIELDS = ["hot_topics", "active_projects", "pending_tasks", "done_tasks"]
+RECORD_FIELDS = ["trigger", "candidates", "inherited_pins", "keywords", "preamble", "requested_by"]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, datetime):
+        return value.isoformat()
+    return value
+
+
+def _fields(obj: Any, names: Iterable[str]) -> dict[str, Any]:
+    return {name: _plain(getattr(obj, name)) for name in names}
+
+
+def _uuid(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def session_document(session: Session) -> dict[str, Any]:
+    """One session and everything derived from it."""
+    events = LifecycleEvent.objects.filter(session=session).order_by("occurred_at", "event_id")
+    pins = (
+        Pin.objects.filter(session_pins_q(session))
+        .select_related("inherited_from")
+        .order_by("pinned_at", "uid")
+    )
+    tails = (
+        StreamTail.objects.filter(session=session)
+        .select_related("event")
+        .order_by("captured_at", "event__event_id")
+    )
+    observations = (
+        Observation.objects.filter(session=session)
+        .select_related("event")
+        .order_by("occurred_at", "event__event_id")
+    )
+    summary = Summary.objects.filter(session=session).first()
+    features = SessionFeatures.objects.filter(session=session).first()
+    records = (
+        ContinuityRecord.objects.filter(session=session)
+        .prefetch_related("sources")
+        .select_related("requested_by_user")
+        .order_by("created_at", "uid")
+    )
+    agent = session.agent
+    return {
+        "id": str(session.pk),
+        "agent": {
+            "source": agent.source,
+            "external_id": agent.external_id,
+            "name": agent.name,
+            "project": agent.project,
+        },
+        **_fields(session, SESSION_FIELDS),
+        "previous_session": _uuid(session.previous_session_id),
+        "continued_by": _uuid(session.continued_by_id),
+        "events": [_fields(e, EVENT_FIELDS) for e in events],
+        "pins": [
+            {
+                "uid": str(p.uid),
+                **_fields(p, PIN_FIELDS),
+                "origin_session": _uuid(p.origin_session_id),
+                "inherited_into": _uuid(p.inherited_into_id),
+                "inherited_from": _uuid(p.inherited_from.uid if p.inherited_from else None),
+            }
+            for p in pins
+        ],
+        "tails": [{"event_id": t.event.event_id, **_fields(t, TAIL_FIELDS)} for t in tails],
+        "observations": [
+            {"event_id": o.event.event_id, **_fields(o, OBSERVATION_FIELDS)} for o in observations
+        ],
+        "summary": _fields(summary, SUMMARY_FIELDS) if summary else None,
+        "features": _fields(features, FEATURE_FIELDS) if features else None,
+        "continuity_records": [
+            {
+                "uid": str(r.uid),
+                **_fields(r, RECORD_FIELDS),
+                "created_at": r.created_at.isoformat(),
+                "sources": sorted(str(s.pk) for s in r.sources.all()),
+                "requested_by_user": r.requested_by_user.get_username()
+                if r.requested_by_user
+                else None,
+            }
+            for r in records
+        ],
+    }
+
+
+def document(
+    sessions: Iterable[Session], *, team: Team, progress: Callable[[], None] | None = None
+) -> dict[str, Any]:
+    """A document of several sessions (oldest first)."""
+    items = []
+    for session in sorted(sessions, key=lambda s: (s.started_at or s.created_at, str(s.pk))):
+        items.append(session_document(session))
+        if progress:
+            progress()
+    return {
+        "format": FORMAT,
+        "team": team.slug,
+        "exported_at": timezone.now().isoformat(),
+        "sessions": items,
+    }
+
+
+def session_export(session: Session, *, chain: bool = False) -> dict[str, Any]:
+    """A session, or its whole chain, as one document."""
+    sessions = session_chain(session) if chain else [session]
+    return document(sessions, team=session.team)
+
+
+# --- import ------------------------------------------------------------------------------
+
+
+class ImportError_(ValueError):
+    """A document this version cannot import."""
+
+
+def _when(value: Any) -> datetime | None:
+    return parse_datetime(value) if value else None
+
+
+_TIME_FIELDS = {
+    "started_at",
+    "ended_at",
+    "suspended_at",
+    "first_event_at",
+    "last_event_at",
+    "occurred_at",
+    "received_at",
+    "pinned_at",
+    "unpinned_at",
+    "captured_at",
+}
+
+
+def _values(item: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
+    return {
+        n: (_when(item.get(n)) if n in _TIME_FIELDS else item.get(n)) for n in names if n in item
+    }
+
+
+@transaction.atomic
+def document_import(
+    doc: dict[str, Any], *, team: Team, progress: Callable[[], None] | None = None
+) -> int:
+    """Import a document into a team; sessions already present are left alone. Returns
+    how many sessions were created."""
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ImportError_(f"Not a {FORMAT} document")
+    created: list[dict[str, Any]] = []
+    for item in doc.get("sessions", []):
+        if not Session.objects.filter(pk=item["id"]).exists():
+            _session_import(item, team)
+            created.append(item)
+        if progress:
+            progress()
+    # Links between sessions, once every session of the document exists.
+    for item in created:
+        links = {}
+        for name in ("previous_session", "continued_by"):
+            target = item.get(name)
+            if target and Session.objects.filter(pk=target, team=team).exists():
+                links[f"{name}_id"] = target
+        if links:
+            Session.objects.filter(pk=item["id"]).update(**links)
+    pins_by_uid = {str(p.uid): p for p in Pin.objects.filter(team=team)}
+    for item in created:
+        for pin in item.get("pins", []):
+            if pin.get("inherited_from") in pins_by_uid:
+                Pin.objects.filter(uid=pin["uid"]).update(
+                    inherited_from=pins_by_uid[pin["inherited_from"]]
+                )
+        for record in item.get("continuity_records", []):
+            row = ContinuityRecord.objects.filter(uid=record["uid"]).first()
+            if row is not None:
+                row.sources.set(Session.objects.filter(pk__in=record.get("sources", []), team=team))
+    return len(created)
+
+
+def _session_import(item: dict[str, Any], team: Team) -> None:
+    agent_data = item["agent"]
+    agent, _ = Agent.objects.get_or_create(
+        team=team,
+        source=agent_data["source"],
+        external_id=agent_data["external_id"],
+        defaults={"name": agent_data.get("name", ""), "project": agent_data.get("project", "")},
+    )
+    session = Session.objects.create(
+        pk=item["id"], team=team, agent=agent, **_values(item, SESSION_FIELDS)
+    )
+    LifecycleEvent.objects.bulk_create(
+        [
+            LifecycleEvent(team=team, session=session, **_values(e, EVENT_FIELDS))
+            for e in item.get("events", [])
+        ]
+    )
+    by_event_id = {e.event_id: e for e in LifecycleEvent.objects.filter(session=session)}
+    for pin in item.get("pins", []):
+        # A pin shows up under its origin session and again under the session that
+        # inherited it: create it once, keeping whichever link exists.
+        if Pin.objects.filter(uid=pin["uid"]).exists():
+            continue
+        links = {
+            f"{name}_id": pin[name]
+            for name in ("origin_session", "inherited_into")
+            if pin.get(name)
+            and (pin[name] == item["id"] or Session.objects.filter(pk=pin[name]).exists())
+        }
+        Pin.objects.create(
+            uid=pin["uid"], team=team, agent=agent, **links, **_values(pin, PIN_FIELDS)
+        )
+    StreamTail.objects.bulk_create(
+        [
+            StreamTail(
+                team=team,
+                session=session,
+                event=by_event_id[t["event_id"]],
+                **_values(t, TAIL_FIELDS),
+            )
+            for t in item.get("tails", [])
+            if t["event_id"] in by_event_id
+        ]
+    )
+    Observation.objects.bulk_create(
+        [
+            Observation(
+                team=team,
+                session=session,
+                event=by_event_id[o["event_id"]],
+                **_values(o, OBSERVATION_FIELDS),
+            )
+            for o in item.get("observations", [])
+            if o["event_id"] in by_event_id
+        ]
+    )
+    if item.get("summary"):
+        Summary.objects.create(
+            team=team, session=session, **_values(item["summary"], SUMMARY_FIELDS)
+        )
+    if item.get("features"):
+        SessionFeatures.objects.create(
+            team=team, session=session, **_values(item["features"], FEATURE_FIELDS)
+        )
+    users = get_user_model()
+    for record in item.get("continuity_records", []):
+        username = record.get("requested_by_user")
+        user = (
+            users.objects.filter(**{users.USERNAME_FIELD: username}).first() if username else None
+        )
+        row = ContinuityRecord.objects.create(
+            uid=record["uid"],
+            team=team,
+            session=session,
+            requested_by_user=user,
+            **_values(record, RECORD_FIELDS),
+        )
+        # auto_now_add ignores a given value; the document's time is the truth.
+        ContinuityRecord.objects.filter(pk=row.pk).update(created_at=_when(record["created_at"]))

@@ -1,0 +1,27 @@
+"""``manage.py reredact``: apply the current redaction rules to rows stored under older ones."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from django.core.management.base import BaseCommand
+from tqdm import tqdm
+
+from memory.pipeline import reredact_everything
+from memory.redaction import RULES_VERSION
+
+
+class Command(BaseCommand):
+    help = "Re-redact every stored row written under older redaction rules."
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        with tqdm(desc=f"re-redact (rules v{RULES_VERSION})", unit="table", file=sys.stderr) as bar:
+            changed = reredact_everything(
+                progress=lambda name, count: (
+                    bar.set_postfix_str(f"{name}: {count}"),
+                    bar.update(1),
+                )
+            )
+        for name, count in changed.items():
+            self.stdout.write(f"{name}: {count} row(s) re-redacted")

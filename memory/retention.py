@@ -1,0 +1,109 @@
+"""Retention: closed sessions past the configured age are archived to gzipped JSON, then
+deleted. Nothing is deleted that was not archived (and read back) first."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from lifecycle.models import LifecycleEvent, Session, SessionStatus
+
+from .export import document
+
+
+@dataclass
+class RetentionResult:
+    """What a retention run did."""
+
+    archived: int = 0
+    deleted: int = 0
+    files: list[str] = field(default_factory=list)
+
+
+def expired_sessions(*, days: int, now: datetime | None = None) -> list[Session]:
+    """Closed sessions that ended more than ``days`` ago, oldest first."""
+    now = now or timezone.now()
+    return list(
+        Session.objects.filter(
+            status__in=[SessionStatus.ENDED, SessionStatus.CRASHED],
+            ended_at__lt=now - timedelta(days=days),
+        )
+        .select_related("team", "agent")
+        .order_by("ended_at")
+    )
+
+
+def _write_archive(path: Path, doc: dict) -> None:
+    """Write atomically and durably, then read it back: the delete depends on it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(path.suffix + ".tmp")
+    with gzip.open(temporary, "wt", encoding="utf-8") as handle:
+        json.dump(doc, handle, ensure_ascii=False)
+    with open(temporary, "rb") as raw:
+        os.fsync(raw.fileno())
+    os.replace(temporary, path)
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        back = json.load(handle)
+    if [s["id"] for s in back["sessions"]] != [s["id"] for s in doc["sessions"]]:
+        raise OSError(f"archive {path} does not read back")
+
+
+def retention_apply(
+    *,
+    days: int | None = None,
+    archive_dir: Path | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+    progress: Callable[[], None] | None = None,
+) -> RetentionResult:
+    """Archive then delete expired sessions, one archive file per session."""
+    days = settings.SESSIONHUB["RETENTION_DAYS"] if days is None else days
+    result = RetentionResult()
+    if not days or days <= 0:
+        return result
+    root = Path(archive_dir or settings.SESSIONHUB["ARCHIVE_DIR"])
+    for session in expired_sessions(days=days, now=now):
+        if dry_run:
+            result.archived += 1
+            continue
+        path = root / session.team.slug / f"{session.ended_at:%Y-%m}" / f"{session.pk}.json.gz"
+        _write_archive(path, document([session], team=session.team))
+        result.archived += 1
+        result.files.append(str(path))
+        with transaction.atomic():
+            deleted, _ = Session.objects.filter(pk=session.pk).delete()
+        result.deleted += 1 if deleted else 0
+        if progress:
+            progress()
+    if not dry_run:
+        _prune_orphans(days=days, root=root, now=now or timezone.now(), result=result)
+    return result
+
+
+def _prune_orphans(*, days: int, root: Path, now: datetime, result: RetentionResult) -> None:
+    """Events that never found their session, archived and deleted like sessions."""
+    old = LifecycleEvent.objects.filter(
+        session__isnull=True, received_at__lt=now - timedelta(days=days)
+    )
+    rows = list(old.order_by("id").values())
+    if not rows:
+        return
+    path = root / "orphan-events" / f"{now:%Y%m%dT%H%M%S}.json.gz"
+    doc = {"format": "sessionhub.orphan-events/1", "sessions": [], "events": rows}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as handle:
+        json.dump(doc, handle, default=str)
+    with gzip.open(path, "rt", encoding="utf-8") as handle:
+        if len(json.load(handle)["events"]) != len(rows):
+            raise OSError(f"archive {path} does not read back")
+    LifecycleEvent.objects.filter(pk__in=[r["id"] for r in rows]).delete()
+    result.files.append(str(path))
