@@ -562,7 +562,11 @@ def enqueue_session_work(session_ids: Iterable[str]) -> int:
             process_session.delay(session_id)
             queued += 1
         except Exception:  # noqa: BLE001 - any broker failure: the outbox keeps the work
-            logger.warning("could not queue work for session %s; the outbox sweep will", session_id)
+            logger.warning(
+                "could not queue work for session %s; the outbox sweep will",
+                session_id,
+                exc_info=True,
+            )
             break
     return queued
 

@@ -15,7 +15,7 @@ from rest_framework.views import APIView
 
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.models import Agent, Source
-from sessionhub.errors import NotFound
+from sessionhub.exceptions import NotFound
 
 from . import pins as pin_services
 from .models import Observation, Pin, SessionFeatures, StreamTail, Summary

@@ -158,7 +158,7 @@ def pins_inherit(*, target: Session, source: Session, now: datetime) -> list[Pin
 
     # Critical pins override the inheritance limit but never the active cap.
     chosen = critical[:room]
-    chosen += normal[: max(0, min(room - len(chosen), k["MAX_INHERITED_PINS"] - len(chosen)))]
+    chosen += normal[: max(0, min(room - len(chosen), k["MAX_INHERITED_PINS"]))]
     created = []
     for pin in chosen:
         created.append(
@@ -374,7 +374,7 @@ def continuity_continue(
     now: datetime | None = None,
 ) -> ContinuityRecord:
     """A manual continue: the target inherits from a chosen session, whatever its score."""
-    from sessionhub.errors import ValidationFailed
+    from sessionhub.exceptions import ValidationFailed
 
     if target.team_id != source.team_id:
         raise ValidationFailed("Sessions of different teams cannot continue each other")

@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lifecycle.models import Agent, Session
-from sessionhub.errors import Conflict, ValidationFailed
+from sessionhub.exceptions import Conflict, ValidationFailed
 
 from .models import Pin
 from .redaction import RULES_VERSION, redact_text

@@ -18,45 +18,16 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from .exceptions import (  # noqa: F401 - re-exported for callers of this module
+    ApiError,
+    Conflict,
+    NotFound,
+    PayloadTooLarge,
+    ServiceUnavailable,
+    ValidationFailed,
+)
+
 logger = logging.getLogger(__name__)
-
-
-class ApiError(Exception):
-    """An error with a stable code, an HTTP status and optional details."""
-
-    status_code = status.HTTP_400_BAD_REQUEST
-    code = "bad_request"
-
-    def __init__(self, message: str, *, code: str | None = None, extra: Any = None) -> None:
-        super().__init__(message)
-        self.message = message
-        if code:
-            self.code = code
-        self.extra = extra or {}
-
-
-class ValidationFailed(ApiError):
-    code = "invalid"
-
-
-class NotFound(ApiError):
-    status_code = status.HTTP_404_NOT_FOUND
-    code = "not_found"
-
-
-class Conflict(ApiError):
-    status_code = status.HTTP_409_CONFLICT
-    code = "conflict"
-
-
-class PayloadTooLarge(ApiError):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-    code = "payload_too_large"
-
-
-class ServiceUnavailable(ApiError):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
-    code = "service_unavailable"
 
 
 def error_body(message: str, code: str, extra: Any = None) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 
-from .errors import PayloadTooLarge, ValidationFailed
+from .exceptions import PayloadTooLarge, ValidationFailed
 
 MAX_DEPTH = 64
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1

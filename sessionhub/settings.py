@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "sessionhub",
     "lifecycle",
     "memory",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

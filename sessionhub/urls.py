@@ -1,4 +1,5 @@
-"""Top-level routes: the API under /api/v1/, its schema and docs, admin, health."""
+"""Top-level routes: the dashboard, login, the API under /api/v1/ with its schema and docs,
+admin, health."""
 
 from django.contrib import admin
 from django.urls import include, path
@@ -18,4 +19,6 @@ urlpatterns = [
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("", include("dashboard.urls")),
 ]
