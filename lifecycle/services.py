@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -132,76 +132,77 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
 def events_store(
     *, team: Team, events: Sequence[NormalizedEvent], received_at: datetime
 ) -> list[tuple[str, str | None]]:
-    """Store events once each and move their sessions; (status, session id) per event."""
-    agents = _agents_resolve(team, events, received_at)
-    sessions, created = _sessions_resolve(team, events, agents)
+    """Store events once each and move their sessions; (status, session id) per event.
+
+    Round trips for the common case (known session): lock the session, insert the
+    events, update the session — whatever the batch size.
+    """
+    sessions, created = _sessions_resolve(team, events)
     adopted = _orphans_adopt(team, [sessions[key] for key in created])
     by_key = _sessions_by_key(team, events, sessions)
 
-    ids = {e.event_id for e in events}
-    seen = set(
-        LifecycleEvent.objects.filter(team=team, event_id__in=ids).values_list(
-            "event_id", flat=True
-        )
-    )
-
-    rows: list[LifecycleEvent] = []
-    new_by_session: dict[Any, list[state.FoldEvent]] = defaultdict(list)
-    outcome: list[tuple[str, str | None]] = []
+    rows: list[dict[str, Any]] = []
+    pending: list[tuple[int, str, Session | None, state.FoldEvent | None]] = []
+    in_batch: set[str] = set()
     started: set[Any] = {s.pk for s in sessions.values() if s.has_start}
-    # Process in time order so "the second start is a resume" holds for a shuffled batch.
+    outcome: list[tuple[str, str | None]] = [(DUPLICATE, None)] * len(events)
+    # Time order, so "the second start is a resume" holds for a shuffled batch too.
     order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
-    outcome_by_index: dict[int, tuple[str, str | None]] = {}
     for position, i in enumerate(order):
         event = events[i]
         session = _session_of(event, sessions, by_key)
-        session_id = str(session.pk) if session else None
-        if event.event_id in seen:
-            outcome_by_index[i] = (DUPLICATE, session_id)
+        outcome[i] = (DUPLICATE, str(session.pk) if session else None)
+        if event.event_id in in_batch:
             continue
-        seen.add(event.event_id)
+        in_batch.add(event.event_id)
         kind = event.kind
-        if session is not None and kind == EventKind.SESSION_START:
-            if session.pk in started:
+        if session is not None and kind in (EventKind.SESSION_START, EventKind.SESSION_RESUME):
+            if kind == EventKind.SESSION_START and session.pk in started:
                 kind = EventKind.SESSION_RESUME
             started.add(session.pk)
-        elif session is not None and kind == EventKind.SESSION_RESUME:
-            started.add(session.pk)
         rows.append(
-            LifecycleEvent(
-                team=team,
-                session=session,
-                event_id=event.event_id,
-                kind=kind,
-                source=event.source,
-                hook=event.hook,
-                phase=event.phase,
-                occurred_at=event.occurred_at,
-                received_at=received_at,
-                facts=event.facts,
-                payload=event.payload,
-                redaction_version=RULES_VERSION,
-                orphan_key="" if session is not None else event.session_key[:300],
-            )
+            {
+                "team_id": team.pk,
+                "session_id": session.pk if session else None,
+                "event_id": event.event_id,
+                "kind": kind,
+                "source": event.source,
+                "hook": event.hook[:100],
+                "phase": event.phase,
+                "occurred_at": event.occurred_at,
+                "received_at": received_at,
+                "facts": event.facts,
+                "payload": event.payload,
+                "redaction_version": RULES_VERSION,
+                "orphan_key": "" if session is not None else event.session_key[:300],
+            }
         )
-        if session is not None:
-            new_by_session[session.pk].append(
-                state.FoldEvent(
-                    kind=kind,
-                    occurred_at=event.occurred_at,
-                    phase=event.phase,
-                    facts=event.facts,
-                    order=position,
-                )
+        fold = (
+            state.FoldEvent(
+                kind=kind,
+                occurred_at=event.occurred_at,
+                phase=event.phase,
+                facts=event.facts,
+                order=position,
             )
-        outcome_by_index[i] = (ACCEPTED, session_id)
-    outcome = [outcome_by_index[i] for i in range(len(events))]
+            if session is not None
+            else None
+        )
+        pending.append((i, event.event_id, session, fold))
 
-    LifecycleEvent.objects.bulk_create(rows, ignore_conflicts=True)
+    inserted = insert_events(rows)
+    new_by_session: dict[Any, list[state.FoldEvent]] = defaultdict(list)
+    for i, event_id, session, fold in pending:
+        if event_id not in inserted:
+            continue  # stored by an earlier delivery
+        outcome[i] = (ACCEPTED, outcome[i][1])
+        if session is not None and fold is not None:
+            new_by_session[session.pk].append(fold)
 
     touched = {s.pk: s for s in sessions.values()} | {s.pk: s for s in by_key.values() if s}
     for session_pk in adopted - set(new_by_session):
         new_by_session[session_pk] = []
+    newly_dirty: list[str] = []
     for session_pk, new_events in new_by_session.items():
         session = touched[session_pk]
         was_open = session.is_open
@@ -212,12 +213,55 @@ def events_store(
         _link(session, new_events, received_at)
         if was_open and not session.is_open:
             pins_release(session, session.ended_at)
+        if session.memory_dirty_at is None:
+            newly_dirty.append(str(session_pk))
+        # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
         session.save()
-    if new_by_session:
-        dirty = [str(pk) for pk in new_by_session]
-        transaction.on_commit(lambda: enqueue_session_work(dirty))
+    if newly_dirty:
+        transaction.on_commit(lambda: enqueue_session_work(newly_dirty))
     return outcome
+
+
+_INSERT_COLUMNS = (
+    "team_id",
+    "session_id",
+    "event_id",
+    "kind",
+    "source",
+    "hook",
+    "phase",
+    "occurred_at",
+    "received_at",
+    "facts",
+    "payload",
+    "redaction_version",
+    "orphan_key",
+)
+
+
+def insert_events(rows: list[dict[str, Any]]) -> set[str]:
+    """Insert event rows in one statement; the ids actually inserted (a repeat is skipped).
+
+    ``ON CONFLICT DO NOTHING RETURNING`` makes the unique (team, event id) index the
+    idempotency check itself: no read before the write, no race between two deliveries.
+    """
+    if not rows:
+        return set()
+    fields = [LifecycleEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    params: list[Any] = []
+    for row in rows:
+        for name, model_field in zip(_INSERT_COLUMNS, fields, strict=True):
+            params.append(model_field.get_db_prep_save(row[name], connection))
+    one = "(" + ", ".join(["%s"] * len(_INSERT_COLUMNS)) + ")"
+    sql = (
+        f"INSERT INTO {LifecycleEvent._meta.db_table} ({', '.join(_INSERT_COLUMNS)}) "  # noqa: S608 - constants only
+        f"VALUES {', '.join([one] * len(rows))} "
+        "ON CONFLICT (team_id, event_id) DO NOTHING RETURNING event_id"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}
 
 
 def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
@@ -271,7 +315,7 @@ def _agents_resolve(
 
 
 def _sessions_resolve(
-    team: Team, events: Sequence[NormalizedEvent], agents: dict[tuple[str, str], Agent]
+    team: Team, events: Sequence[NormalizedEvent]
 ) -> tuple[dict[tuple[str, str], Session], list[tuple[str, str]]]:
     """Every session named by id, created when new, locked for this transaction; and
     which of them this call created."""
@@ -293,12 +337,17 @@ def _sessions_resolve(
     found = lookup(wanted)
     missing = [key for key in wanted if key not in found]
     if missing:
+        agents = _agents_resolve(team, [wanted[key] for key in missing], timezone.now())
         Session.objects.bulk_create(
             [_new_session(team, wanted[key], agents) for key in missing], ignore_conflicts=True
         )
         found.update(lookup(missing))
+    by_session: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
+    for event in events:
+        if event.session_external_id:
+            by_session[(event.source, event.session_external_id)].append(event)
     for key, session in found.items():
-        _fill_blanks(session, [e for e in events if (e.source, e.session_external_id) == key])
+        _fill_blanks(session, by_session[key])
     return found, missing
 
 
@@ -561,7 +610,7 @@ def enqueue_session_work(session_ids: Iterable[str]) -> int:
         try:
             process_session.delay(session_id)
             queued += 1
-        except Exception:  # noqa: BLE001 - any broker failure: the outbox keeps the work
+        except Exception:
             logger.warning(
                 "could not queue work for session %s; the outbox sweep will",
                 session_id,

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import time
+
 from django.conf import settings
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
-from .models import TOKEN_PREFIX, ApiToken
+from .models import TOKEN_PREFIX, ApiToken, hash_token
 
 
 class TokenUser:
@@ -39,6 +41,35 @@ def _prefix_of(raw: str) -> str | None:
     return prefix
 
 
+# A few seconds of memory per process spares the database a lookup on every gateway
+# request; a revoked token stops working within ``TOKEN_CACHE_SECONDS``.
+_token_cache: dict[str, tuple[float, ApiToken]] = {}
+_TOKEN_CACHE_MAX = 10_000
+
+
+def _cached_token(raw: str) -> ApiToken | None:
+    entry = _token_cache.get(hash_token(raw))
+    if entry is None or entry[0] < time.monotonic():
+        return None
+    return entry[1]
+
+
+def _remember(raw: str, token: ApiToken) -> None:
+    ttl = settings.SESSIONHUB["TOKEN_CACHE_SECONDS"]
+    if ttl <= 0:
+        return
+    if len(_token_cache) >= _TOKEN_CACHE_MAX:
+        _token_cache.clear()
+    _token_cache[hash_token(raw)] = (time.monotonic() + ttl, token)
+
+
+def forget_token(token: ApiToken) -> None:
+    """Drop a token from this process's cache (on revocation)."""
+    for key, (_, cached) in list(_token_cache.items()):
+        if cached.pk == token.pk:
+            _token_cache.pop(key, None)
+
+
 class ApiTokenAuthentication(authentication.BaseAuthentication):
     """``Authorization: Bearer shub_<prefix>_<secret>``."""
 
@@ -59,9 +90,12 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         prefix = _prefix_of(raw)
         if prefix is None:
             raise exceptions.AuthenticationFailed("Invalid token")
-        token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
-        if token is None or not token.matches(raw):
-            raise exceptions.AuthenticationFailed("Invalid token")
+        token = _cached_token(raw)
+        if token is None:
+            token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
+            if token is None or not token.matches(raw):
+                raise exceptions.AuthenticationFailed("Invalid token")
+            _remember(raw, token)
         if not token.is_active:
             raise exceptions.AuthenticationFailed("Token revoked")
         self._touch(token)

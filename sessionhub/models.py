@@ -118,3 +118,6 @@ class ApiToken(models.Model):
     def revoke(self) -> None:
         self.revoked_at = timezone.now()
         self.save(update_fields=["revoked_at"])
+        from .authentication import forget_token
+
+        forget_token(self)

@@ -266,6 +266,7 @@ SESSIONHUB = {
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
     "TOKEN_LAST_USED_RESOLUTION": timedelta(minutes=1),
+    "TOKEN_CACHE_SECONDS": env.int("SESSIONHUB_TOKEN_CACHE_SECONDS", default=5),
     # memory
     "TAIL_TOKENS": env.int("SESSIONHUB_TAIL_TOKENS", default=100),
     "MAX_ACTIVE_PINS": env.int("SESSIONHUB_MAX_ACTIVE_PINS", default=10),

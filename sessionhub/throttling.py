@@ -46,8 +46,11 @@ class TokenRateThrottle(BaseThrottle):
         window = int(now // self.period)
         key = f"throttle:{self.scope}:{ident}:{window}"
         try:
-            cache.add(key, 0, timeout=self.period + 1)
-            count = cache.incr(key)
+            try:
+                count = cache.incr(key)  # one round trip once the window's key exists
+            except ValueError:
+                cache.add(key, 0, timeout=self.period + 1)
+                count = cache.incr(key)
         except Exception:  # noqa: BLE001 - a cache outage must not turn into a 500
             logger.warning("rate-limit cache unavailable; allowing the request")
             return True
