@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import requests
 from django.conf import settings
-from kombu import pools as kombu_pools
 from django.utils import timezone
+from kombu import pools as kombu_pools
 
 from lifecycle import services
 from lifecycle.models import LifecycleEvent, Session
