@@ -1,0 +1,21 @@
+"""gunicorn settings for SessionHub (read automatically from the working directory).
+
+Ingestion is short requests that mostly wait on PostgreSQL: a few processes with a few
+threads each keep the cores busy while requests wait on the database. Override with
+GUNICORN_WORKERS / GUNICORN_THREADS.
+"""
+
+import multiprocessing
+import os
+
+bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
+workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1))
+threads = int(os.environ.get("GUNICORN_THREADS", 4))
+worker_class = "gthread" if threads > 1 else "sync"
+keepalive = 30
+timeout = 30
+graceful_timeout = 20
+# Recycle workers now and then so no leak can grow without bound.
+max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 50_000))
+max_requests_jitter = 5_000
+accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
