@@ -71,23 +71,40 @@ def suspend_spans(events: list[LifecycleEvent]) -> list[SuspendSpan]:
 
 
 def session_chain(session: Session, *, limit: int = 50) -> list[Session]:
-    """The sessions linked to this one by previous/next links, oldest first."""
+    """The sessions linked to this one, oldest first.
+
+    Links run both ways: a session's predecessor is the one it replaced or resumed from
+    (``previous_session``) or, failing that, one that it continued (``continued_by``).
+    """
     chain = [session]
     seen = {session.pk}
-    cursor = session
-    while cursor.previous_session_id and len(chain) < limit:
-        previous = Session.objects.filter(pk=cursor.previous_session_id).first()
-        if previous is None or previous.pk in seen:
-            break
-        chain.insert(0, previous)
-        seen.add(previous.pk)
-        cursor = previous
-    cursor = session
-    while len(chain) < limit:
+
+    def before(cursor: Session) -> Session | None:
+        if cursor.previous_session_id and cursor.previous_session_id not in seen:
+            return Session.objects.filter(pk=cursor.previous_session_id).first()
+        return (
+            Session.objects.filter(continued_by=cursor)
+            .exclude(pk__in=seen)
+            .order_by("-ended_at")
+            .first()
+        )
+
+    def after(cursor: Session) -> Session | None:
         following = Session.objects.filter(previous_session=cursor).exclude(pk__in=seen).first()
-        if following is None:
-            break
-        chain.append(following)
-        seen.add(following.pk)
-        cursor = following
+        if following is None and cursor.continued_by_id and cursor.continued_by_id not in seen:
+            following = Session.objects.filter(pk=cursor.continued_by_id).first()
+        return following
+
+    cursor: Session | None = session
+    while cursor is not None and len(chain) < limit:
+        cursor = before(cursor)
+        if cursor is not None:
+            chain.insert(0, cursor)
+            seen.add(cursor.pk)
+    cursor = session
+    while cursor is not None and len(chain) < limit:
+        cursor = after(cursor)
+        if cursor is not None:
+            chain.append(cursor)
+            seen.add(cursor.pk)
     return chain
