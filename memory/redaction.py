@@ -52,9 +52,11 @@ def _marker(kind: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL_WORDS = re.compile(r"[a-z]*(?:[A-Z][a-z]{2,})+")
 _DOTTED_NAME = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+")
-# $DB_PASSWORD, ${TOKEN}, $(cat f), and SQL parameters: $1, :password, @password, ?
-_PARAMETER = re.compile(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*$|[0-9]+$)|[:@][A-Za-z_][A-Za-z0-9_]*$|\?$")
+# $DB_PASSWORD, ${TOKEN}, $(cat f) and SQL's $1; :password / @password are checked apart
+_PARAMETER = re.compile(r"\$(?:\{|\(|[A-Za-z_][A-Za-z0-9_]*$|[0-9]+$)")
+_NAMED_PARAMETER = re.compile(r"[:@][A-Za-z_][A-Za-z0-9_]*")
 _MASKED = re.compile(r"([*xX.#-])\1{2,}|•+")
 # What follows "password:" or "token =" in type annotations, schemas and configs when no
 # secret is present.
@@ -73,8 +75,11 @@ def _is_placeholder(value: str) -> bool:
     if not any(c.isalnum() for c in value):
         return True  # "**", "...", "?": punctuation is never the secret itself
     first = value[0]
-    if first in "$:@?" and _PARAMETER.match(value):
+    if first == "$" and _PARAMETER.match(value):
         return True
+    if first in ":@" and _NAMED_PARAMETER.fullmatch(value):
+        # SQL named parameters (:password, @token) name the field; "@dmin1" does not.
+        return any(word in value.lower() for word in _NAME_WORDS)
     if first == "%" and (value.startswith("%(") or value in ("%s", "%d")):
         return True
     if first in "{<" or value.startswith("#{"):
@@ -88,10 +93,14 @@ def _looks_minted(value: str) -> bool:
     """Shape test for machine-made credentials, used where the key name is vague."""
     if len(value) < 8 or any(c.isspace() for c in value):
         return False
+    if not any(c.isalpha() for c in value):
+        return False  # numbers, OIDs, dates
     if any(c.isdigit() for c in value):
         return True
     if any(not c.isalnum() and c not in "-_./" for c in value):
         return True
+    if _CAMEL_WORDS.fullmatch(value):
+        return False  # LastEvaluatedTableName: a name, however long
     return len(value) >= 16 and any(c.isupper() for c in value) and any(c.islower() for c in value)
 
 
@@ -104,17 +113,11 @@ def _mixed_alnum(value: str) -> bool:
     )
 
 
-def _followed_by_words(m: re.Match) -> bool:
-    """Whether the match is followed by a space and another word (running prose)."""
-    rest = m.string[m.end() : m.end() + 2]
-    return len(rest) == 2 and rest[0] in " \t" and rest[1].isalpha()
-
-
-# Values after an assignment operator: double quoted, JSON-escaped double quoted (a JSON
-# document embedded in a string), single quoted, or bare up to a delimiter.
+# Values after an assignment operator: double quoted, JSON-escaped double quoted (JSON
+# embedded in a string, once or more), single quoted, or bare up to a delimiter.
 _VALUE = (
     r"""(?:"(?P<v1>(?:[^"\\\n]|\\[^\n]){1,512})\""""
-    r"""|\\"(?P<v2>(?:[^"\\\n]|\\[^"\n]){1,512})\\\""""
+    r"""|\\+"(?P<v2>(?:[^"\\\n]|\\+[^"\\\n]){1,512}?)\\+\""""
     r"""|'(?P<v3>[^'\n]{1,512})'"""
     r"""|(?P<v4>[^\s"'`,;&|<>(){}\[\]\\]{1,512}))"""
 )
@@ -123,8 +126,9 @@ _VALUE_GROUPS = ("v1", "v2", "v3", "v4")
 
 def _value(m: re.Match) -> tuple[str, bool]:
     """The captured value and whether it was quoted."""
+    found = m.groupdict()
     for name in _VALUE_GROUPS:
-        value = m.group(name)
+        value = found.get(name)
         if value is not None:
             return value, name != "v4"
     return "", False
@@ -154,8 +158,9 @@ class _Rule:
     scan: int = 0  # > 0: search this far past the anchor instead of matching at it
 
     def secret_span(self, m: re.Match) -> tuple[int, int]:
+        found = m.groupdict()
         for name in self.groups:
-            if m.group(name) is not None:
+            if found.get(name) is not None:
                 return m.span(name)
         return m.span()
 
@@ -176,7 +181,6 @@ class _Rule:
         return m
 
 
-_B62 = "A-Za-z0-9"
 _URLSAFE = r"A-Za-z0-9_\-"
 _TAIL = r"(?![A-Za-z0-9_\-])"
 
@@ -200,25 +204,49 @@ _ASSIGNMENT = re.compile(
     r"|[Kk][Ee][Yy]"
     r")(?![A-Za-z0-9_-])"
     # the closing quote of a JSON/dict key, then an operator on the same line
-    r"""(?:\\?["'])?[ \t]{0,8}(?P<op>:=|=>|==|=|:)(?![=:])[ \t]{0,8}""" + _VALUE
+    r"""(?:\\*["'])?[ \t]{0,8}(?P<op>:=|=>|==|=|:)(?![=:])[ \t]{0,8}""" + _VALUE
 )
 # "key" alone is everywhere in code; only these qualifiers make it a secret's name.
 _KEY_QUALIFIERS = frozenset(
-    "api access secret private signing encryption master account deploy ssh auth client "
+    "api access secret private signing encryption master account auth client "
     "license subscription".split()
 )
 _WORD_BEFORE = re.compile(r"([A-Za-z]+)[_-]?$")
 
 
+def _name_start(text: str, index: int) -> int:
+    """Start of the identifier that ends at ``index`` (looking back 64 characters at most)."""
+    start = index
+    limit = max(0, index - 64)
+    while start > limit and (text[start - 1].isalnum() or text[start - 1] == "_"):
+        start -= 1
+    return start
+
+
 def _qualifier_before(text: str, index: int) -> str:
+    """The word just before a key word: "api" in API_KEY, "Request" in ClientRequestToken."""
     m = _WORD_BEFORE.search(text, max(0, index - 24), index)
-    return m.group(1).lower() if m else ""
+    if m is None:
+        return ""
+    return _CAMEL_BOUNDARY.sub(" ", m.group(1)).rsplit(" ", 1)[-1].lower()
+
+
+# Tokens that page, order or deduplicate requests (NextToken, ClientRequestToken,
+# pad_token...) rather than authenticate anyone.
+_BENIGN_TOKEN_QUALIFIERS = frozenset(
+    "next page continuation pagination client request change idempotency sync input output "
+    "start end resume cancellation cancel max min num total count eos bos pad unk sep cls "
+    "mask special stop".split()
+)
 
 
 def _key_is_secret_name(m: re.Match) -> bool:
     key = m.group("key").lower()
     start = m.start("key")
     before = m.string[start - 1 : start]
+    name_start = _name_start(m.string, start)
+    if m.string[name_start - 2 : name_start] == "::":
+        return False  # a namespaced type name: "AWS::IAM::AccessKey": "62d91b17..."
     if key in ("pass", "auth"):
         return not before.isalpha()  # DB_PASS, auth=...; not bypass, oauth
     if key == "pwd":
@@ -226,7 +254,78 @@ def _key_is_secret_name(m: re.Match) -> bool:
     if key == "key":
         # apiKey / API_KEY / x-api-key / signing_key; not sessionKey or key=
         return _qualifier_before(m.string, start) in _KEY_QUALIFIERS
+    if key == "token":
+        return _qualifier_before(m.string, start) not in _BENIGN_TOKEN_QUALIFIERS
     return True
+
+
+_HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]+")
+_ANNOTATED_DEFAULT = re.compile(r"[A-Za-z_][\w.\[\]]*=")
+_TEMPLATE = re.compile(r"%\(\w+\)[sd]|\{[^{}\s]*\}|\$\{")
+_WORDS = re.compile(r"[A-Za-z]+")
+_SELF_NAMES = frozenset(
+    "pass passwd password passphrase pwd secret secrets token key apikey auth credentials".split()
+)
+
+
+def _names_itself(value: str) -> bool:
+    """Constants that spell a field's name: PASSWORD = "password", "waitForTaskToken"."""
+    if len(value) > 64 or not _WORDS.fullmatch(value.replace("-", "").replace("_", "")):
+        return False
+    words = re.split(r"[-_]", _CAMEL_BOUNDARY.sub("_", value))
+    return any(word.lower() in _SELF_NAMES for word in words)
+
+
+def _is_code_value(m: re.Match, value: str) -> bool:
+    """Whether a bare value is an expression of the surrounding code, not a literal."""
+    text = m.string
+    nxt = text[m.end() : m.end() + 1]
+    if nxt in ("(", "[") or (nxt in ('"', "'") and len(value) <= 2):
+        return True  # a call, a subscript, or a string prefix (f"...", rb'...')
+    # Unary operators and optional chaining are code: +count, !done, opts?.token
+    core = value.lstrip("+-!~").rstrip(":.").replace("?.", ".")
+    if _DOTTED_NAME.fullmatch(core):
+        return True  # an attribute: password = settings.DB_PASSWORD; token == self.eof:
+    if (core.isdigit() and len(core) < 4) or _HEX_LITERAL.fullmatch(core):
+        return True  # PASS = 20, 'HAVE_STRUCT_PASSWD': 1, STENCIL_PASS: 0x0B96
+    op_start, op_end = m.span("op")
+    if text[op_start] == ":":
+        if text[op_end : op_end + 1] not in (" ", "\t") and (
+            text[m.start() - 1 : m.start()] == ":" or value.isalpha()
+        ):
+            return True  # arn:aws:secretsmanager:...:secret:name, "passwd:gecos"
+        if nxt == ";" and _IDENTIFIER.fullmatch(core):
+            return True  # a typed field: privateKey: KeyObject;
+        if _ANNOTATED_DEFAULT.match(value):
+            return True  # a typed parameter: token:Token=None
+    if not _IDENTIFIER.fullmatch(core):
+        return False
+    if core != value:
+        return True  # "if token == expected:", "x = !token"
+    if _is_attribute(text, m.start()):
+        return True  # self._master_password = value
+    lowered = value.lower()
+    if "_" in value or any(word in lowered for word in _NAME_WORDS):
+        return True  # a variable: password = user_password, token=token
+    if nxt in (",", ")"):
+        return True  # a keyword argument passing a variable along
+    around = text[op_start - 1 : op_start] + text[op_end : op_end + 1]
+    spaced = " " in around or "\t" in around
+    # test_pass = await check(user); passwd = acct = ''; Password: must be set
+    return spaced and _continues_line(text, m.end())
+
+
+def _is_attribute(text: str, index: int) -> bool:
+    """Whether the identifier around ``index`` is reached through a dot (obj.attr)."""
+    start = _name_start(text, index)
+    return text[start - 1 : start] == "."
+
+
+def _continues_line(text: str, index: int) -> bool:
+    """Whether more than a comment follows on the line after ``index``."""
+    end = text.find("\n", index, index + 200)
+    rest = text[index : end if end != -1 else index + 200].strip()
+    return bool(rest) and not rest.startswith(("#", "//", ";"))
 
 
 def _check_assignment(m: re.Match) -> bool:
@@ -234,24 +333,15 @@ def _check_assignment(m: re.Match) -> bool:
         return False
     key = m.group("key").lower()
     value, quoted = _value(m)
-    if _is_placeholder(value):
-        return False
+    if _is_placeholder(value) or _names_itself(value) or value.startswith("arn:"):
+        return False  # an AWS resource name identifies, it does not authenticate
     if key == "pwd" and value[0] in "/~.":
         return False  # a working directory
-    if not quoted:
-        nxt = m.string[m.end() : m.end() + 1]
-        if nxt in ("(", "[", "."):
-            return False  # a call or subscript: token = request.headers.get(...)
-        if _DOTTED_NAME.fullmatch(value):
-            return False  # an attribute: password = settings.DB_PASSWORD
-        if _IDENTIFIER.fullmatch(value):
-            lowered = value.lower()
-            if "_" in value or any(word in lowered for word in _NAME_WORDS):
-                return False  # a variable: password = user_password, token=token
-            if nxt in (",", ")"):
-                return False  # a keyword argument passing a variable along
-        if m.group("op") == ":" and value.isalpha() and _followed_by_words(m):
-            return False  # "Password: must be at least 8 characters"
+    if quoted:
+        if _TEMPLATE.search(value):
+            return False  # 'IDENTIFIED BY "%(password)s"', f"{prefix}-token"
+    elif _is_code_value(m, value):
+        return False
     if _is_password_key(key):
         return True
     if key in ("token", "auth") or key.startswith("cred"):
@@ -286,8 +376,8 @@ def _check_cli_flag(m: re.Match) -> bool:
     if _is_placeholder(value) or value.startswith("-"):
         return False
     separated_by_space = m.string[m.end("key")] != "="
-    if separated_by_space and not quoted and value.isalpha() and _followed_by_words(m):
-        return False  # "pass --token with your request": a flag named in a sentence
+    if separated_by_space and not quoted and value.isalpha() and value.islower():
+        return False  # "use --token with care", "the --password option": prose about flags
     if _is_password_key(key):
         return True
     return quoted or _looks_minted(value)
@@ -321,16 +411,17 @@ _URL_PASSWORD = re.compile(
 
 def _check_url_password(m: re.Match) -> bool:
     value = m.group("v4")
-    if _is_placeholder(value):
-        return False
+    if _is_placeholder(value) or value.lower() in _SELF_NAMES:
+        return False  # user:password@host in documentation
     return not (value.isdigit() and len(value) <= 5)  # host:port, not user:password
 
 
 # -- HTTP authorization ----------------------------------------------------------------
 
 _AUTH_HEADER = re.compile(
-    r"(?:[Aa]uthorization|AUTHORIZATION)[\"']?[ \t]*[:=][ \t]*[\"']?[ \t]*"
-    r"(?:(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN|[Bb]ot)[ \t]+)?"
+    r"(?<![A-Za-z])(?:[Aa]uthorization|AUTHORIZATION)[\"']?[ \t]*[:=][ \t]*[\"']?[ \t]*"
+    r"(?:(?P<scheme>[Bb]earer|BEARER|[Bb]asic|BASIC|[Tt]oken|TOKEN|[Bb]ot|Digest|Negotiate"
+    r"|NTLM|AWS4-HMAC-SHA256)[ \t]+)?"
     r"(?P<v4>[A-Za-z0-9._~+/=-]{4,4096})"
 )
 
@@ -339,10 +430,14 @@ def _check_auth_header(m: re.Match) -> bool:
     value = m.group("v4")
     if _is_placeholder(value):
         return False
-    if m.group("scheme") is None:
-        # A bare value right after the header name has to look like a credential.
+    scheme = m.group("scheme")
+    if scheme is None:
+        # A bare value right after the name has to look like a credential, not code.
+        if m.string[m.end() : m.end() + 1] in ("(", "[") or _DOTTED_NAME.fullmatch(value):
+            return False
         return _looks_minted(value)
-    return True
+    # Digest and SigV4 carry one-time signatures and key ids, nothing reusable.
+    return scheme not in ("Digest", "AWS4-HMAC-SHA256")
 
 
 def _auth_header_kind(m: re.Match) -> str:
@@ -376,9 +471,12 @@ def _check_curl_user(m: re.Match) -> bool:
 
 _PRIVATE_KEY = re.compile(
     r"-----BEGIN[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    r"(?:[\s\S]{0,20000}?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
-    # a truncated block: the base64 lines that follow, with real or JSON-escaped newlines
-    r"|(?:(?:\\r|\r)?(?:\\n|\n)[A-Za-z0-9+/=]{1,200})*)"
+    # the body stops at another BEGIN line, so a pile of headers stays linear
+    r"(?:(?:[^-]|-(?!----BEGIN)){0,20000}?-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----"
+    # a truncated block: its header lines and the base64 lines that follow, with real or
+    # JSON-escaped newlines. A bare BEGIN line (a mention, not a key) is left alone.
+    r"|(?:(?:\\r|\r)?(?:\\n|\n)[A-Za-z-]{1,40}: [^\n\\]{0,200})*(?:(?:\\r|\r)?(?:\\n|\n))?"
+    r"(?:(?:\\r|\r)?(?:\\n|\n)[A-Za-z0-9+/=]{16,200})+)"
 )
 
 _AWS_SECRET = re.compile(
@@ -773,7 +871,9 @@ def _secret_key_kind(key: str) -> str | None:
     if words:
         last = words[-1]
         before = words[-2] if len(words) > 1 else ""
-        if last in _SECRET_KEY_WORDS:
+        if last == "token" and before in _BENIGN_TOKEN_QUALIFIERS:
+            kind = None
+        elif last in _SECRET_KEY_WORDS:
             kind = _SECRET_KEY_WORDS[last]
         elif last == "key" and before in _KEY_QUALIFIERS:
             kind = f"{before}_key"
