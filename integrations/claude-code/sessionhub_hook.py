@@ -44,6 +44,14 @@ TRANSCRIPT_WINDOW_MAX = 4 * 1024 * 1024
 
 LOG_MAX_BYTES = 1 << 20
 
+# Environment variables that make requests go through urllib (it applies proxies).
+PROXY_VARIABLES = (
+    "https_proxy",
+    "http_proxy",
+    "HTTPS_PROXY",
+    "HTTP_PROXY",
+)
+
 # Answers that will not get better by sending the same body again.
 PERMANENT_CODES = frozenset({400, 401, 403, 404, 413})
 
@@ -286,7 +294,48 @@ def post_json(url: str, token: str, body: bytes, deadline: Deadline) -> Reply:
 
 
 def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[int, bytes]:
-    """Do the HTTP request with urllib; redirects are not followed (they drop POST bodies)."""
+    """Do the HTTP request; redirects are not followed (they drop POST bodies).
+
+    Plain ``http.client`` is used: importing ``urllib.request`` (email, tempfile, ...)
+    would cost more than the rest of the hook. urllib is used only when the environment
+    names a proxy, since only urllib honours ``*_proxy`` and ``no_proxy``.
+    """
+    if not url.lower().startswith(("http://", "https://")):
+        raise ValueError("the URL must start with http:// or https://")
+    headers = {
+        "Authorization": f"Bearer {token}",
+        "Content-Type": "application/json",
+        "Accept": "application/json",
+        "User-Agent": CLIENT,
+        "Connection": "close",
+    }
+    timeout = max(timeout, 0.05)
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return _urllib_post(url, headers, body, timeout)
+    import http.client
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname:
+        raise ValueError("the URL names no host")
+    port = parts.port  # ValueError when it is not a number
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    https = parts.scheme.lower() == "https"
+    connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
+    connection = connection_class(parts.hostname, port, timeout=timeout)
+    try:
+        try:
+            connection.request("POST", target, body=body, headers=headers)
+        except http.client.InvalidURL as exc:
+            raise ValueError(str(exc)) from exc
+        response = connection.getresponse()
+        return response.status, response.read(MAX_RESPONSE_BYTES)
+    finally:
+        connection.close()
+
+
+def _urllib_post(url: str, headers: dict, body: bytes, timeout: float) -> tuple[int, bytes]:
+    """The same request through urllib, which applies the environment's proxy settings."""
     import urllib.error
     import urllib.request
 
@@ -294,22 +343,12 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
         def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
             return None
 
-    if not url.lower().startswith(("http://", "https://")):
-        raise ValueError("the URL must start with http:// or https://")
-    request = urllib.request.Request(  # noqa: S310 - scheme checked just above
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Authorization": f"Bearer {token}",
-            "Content-Type": "application/json",
-            "Accept": "application/json",
-            "User-Agent": CLIENT,
-        },
+    request = urllib.request.Request(  # noqa: S310 - the scheme is checked by the caller
+        url, data=body, method="POST", headers=headers
     )
     opener = urllib.request.build_opener(NoRedirect)
     try:
-        with opener.open(request, timeout=max(timeout, 0.05)) as response:
+        with opener.open(request, timeout=timeout) as response:
             return response.status, response.read(MAX_RESPONSE_BYTES)
     except urllib.error.HTTPError as exc:
         try:

@@ -97,15 +97,19 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         facts["failed"] = hook == "PostToolUseFailure"
     if kind == EventKind.COMPACTION_BEFORE:
         facts["trigger"] = opt_str(body, "trigger", "trigger", max_length=40)
-    if kind == EventKind.TURN_END:
+    if kind in (EventKind.TURN_END, EventKind.SESSION_END):
+        # The client reads the transcript on SessionEnd too: a session can end in the
+        # middle of a turn, with no Stop to carry its last words.
         final = opt_str(body, "last_assistant_message", "last_assistant_message", max_length=10**6)
         final = final or opt_str(
             extra, "final_message", "sessionhub.final_message", max_length=10**6
         )
         tagged, visible = reasoning_from_text(final)
         reasoning = opt_str(extra, "reasoning_tail", "sessionhub.reasoning_tail", max_length=10**6)
-        facts["final_message"] = visible
-        facts["reasoning"] = reasoning or tagged
+        if kind == EventKind.TURN_END or visible or reasoning or tagged:
+            facts["final_message"] = visible
+            facts["reasoning"] = reasoning or tagged
+    if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
     model = opt_str(body, "model", "model", max_length=200)
     if model:
