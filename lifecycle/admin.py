@@ -14,11 +14,14 @@ from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.core.paginator import Paginator
 from django.core.serializers.json import DjangoJSONEncoder
+from django.db import connection
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from sessionhub.errors import ApiError
@@ -26,6 +29,26 @@ from sessionhub.errors import ApiError
 from .models import Agent, LifecycleEvent, Session
 
 CONTINUE_CHOICES = 100
+ESTIMATE_ABOVE = 100_000
+
+
+class EstimatedCountPaginator(Paginator):
+    """Counts an unfiltered big table from PostgreSQL's statistics instead of COUNT(*):
+    the event log grows without bound and the admin would count it on every page."""
+
+    @cached_property
+    def count(self) -> int:
+        queryset = self.object_list
+        if connection.vendor == "postgresql" and not queryset.query.where:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT reltuples::bigint FROM pg_class WHERE relname = %s",
+                    [queryset.model._meta.db_table],
+                )
+                row = cursor.fetchone()
+            if row and row[0] > ESTIMATE_ABOVE:
+                return int(row[0])
+        return super().count
 
 
 @admin.register(Agent)
@@ -133,12 +156,19 @@ class SessionAdmin(admin.ModelAdmin):
     date_hierarchy = "started_at"
     list_select_related = ["agent", "team"]
     raw_id_fields = ["agent", "previous_session", "continued_by"]
-    readonly_fields = [f.name for f in Session._meta.fields if f.name not in ("team",)]
+    # Sessions come from ingestion and move only by their events; a session's team never
+    # changes (its events, pins and records stay in that team).
+    readonly_fields = [f.name for f in Session._meta.fields]
     inlines = [EventInline]
     actions = ["continue_from", "resummarize", "export_json", "reredact"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
     def view_on_site(self, obj: Session) -> str:
         return reverse("dashboard:session", args=[obj.pk])
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
 
     def _log(self, request: HttpRequest, sessions: list[Session], message: str) -> None:
         LogEntry.objects.log_actions(
@@ -217,7 +247,7 @@ class SessionAdmin(admin.ModelAdmin):
             summary = summary_build(session)
             methods[summary.method] = methods.get(summary.method, 0) + 1
         self._log(request, sessions, "Re-summarized")
-        how = ", ".join(f"{method} × {n}" for method, n in sorted(methods.items()))
+        how = ", ".join(f"{method}: {n}" for method, n in sorted(methods.items()))
         self.message_user(
             request,
             f"Re-summarized {len(sessions)} session(s){f' ({how})' if how else ''}.",
@@ -280,6 +310,8 @@ class LifecycleEventAdmin(admin.ModelAdmin):
     search_fields = ["event_id", "hook", "session__external_id"]
     date_hierarchy = "occurred_at"
     list_select_related = ["session", "team"]
+    paginator = EstimatedCountPaginator
+    show_full_result_count = False
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f.name for f in LifecycleEvent._meta.fields]

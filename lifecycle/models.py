@@ -81,6 +81,7 @@ class Agent(models.Model):
     project = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_seen_at = models.DateTimeField(null=True, blank=True)
+    redaction_version = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["name"]
@@ -147,6 +148,7 @@ class Session(models.Model):
     # processed them; the periodic sweep re-queues what stays set too long.
     memory_dirty_at = models.DateTimeField(null=True, blank=True)
     memory_cursor = models.BigIntegerField(default=0)
+    redaction_version = models.PositiveSmallIntegerField(default=0)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

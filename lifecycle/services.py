@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from memory.continuity import pins_release
-from memory.redaction import RULES_VERSION, redact_value
+from memory.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.models import ApiToken, Team
 
 from . import state
@@ -97,7 +97,28 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
         for (index, _), (status, session_id) in zip(valid, stored, strict=True):
             results[index].status = status
             results[index].session_id = session_id
+    embedded_housekeeping(now)
     return results
+
+
+_last_housekeeping = 0.0
+
+
+def embedded_housekeeping(now: datetime) -> None:
+    """Without a broker there is no Celery beat: run its periodic sweeps from the ingest
+    path instead, at most once a minute per process."""
+    global _last_housekeeping
+    if not settings.CELERY_TASK_ALWAYS_EAGER or settings.REDIS_URL:
+        return
+    tick = now.timestamp()
+    if tick - _last_housekeeping < settings.SESSIONHUB["EMBEDDED_SWEEP_SECONDS"]:
+        return
+    _last_housekeeping = tick
+    try:
+        crashed_sessions_close(now=now)
+        outbox_sweep(now=now)
+    except Exception:
+        logger.exception("embedded housekeeping failed")
 
 
 def _claimed_id(body: Any) -> str | None:
@@ -114,14 +135,19 @@ def _claimed_id(body: Any) -> str | None:
 
 
 def _redacted(event: NormalizedEvent) -> NormalizedEvent:
-    """Secrets go before anything is stored or queued: payload, facts and identities."""
+    """Secrets go before anything is stored or queued: payload, facts and every string
+    that names the session or its agent. Redaction is deterministic, so identities made
+    of redacted strings still match from one event to the next."""
     return replace(
         event,
         payload=redact_value(event.payload),
         facts=redact_value(event.facts),
-        cwd=redact_value(event.cwd),
-        project=redact_value(event.project),
-        session_key=redact_value(event.session_key),
+        agent_external_id=redact_text(event.agent_external_id),
+        agent_name=redact_text(event.agent_name),
+        session_key=redact_text(event.session_key),
+        channel=redact_text(event.channel),
+        cwd=redact_text(event.cwd),
+        project=redact_text(event.project),
     )
 
 
@@ -203,6 +229,7 @@ def events_store(
     for session_pk in adopted - set(new_by_session):
         new_by_session[session_pk] = []
     newly_dirty: list[str] = []
+    stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     for session_pk, new_events in new_by_session.items():
         session = touched[session_pk]
         was_open = session.is_open
@@ -213,7 +240,9 @@ def events_store(
         _link(session, new_events, received_at)
         if was_open and not session.is_open:
             pins_release(session, session.ended_at)
-        if session.memory_dirty_at is None:
+        if session.memory_dirty_at is None or session.memory_dirty_at < stale:
+            # Newly dirty; or marked long ago and never cleared (a failed run): queue it
+            # again rather than leave it to a sweep that embedded mode does not have.
             newly_dirty.append(str(session_pk))
         # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
@@ -302,6 +331,7 @@ def _agents_resolve(
                     name=wanted[(source, external_id)].agent_name[:300],
                     project=wanted[(source, external_id)].project[:500],
                     last_seen_at=now,
+                    redaction_version=RULES_VERSION,
                 )
                 for source, external_id in missing
             ],
@@ -364,6 +394,7 @@ def _new_session(
         channel=event.channel[:100],
         cwd=event.cwd[:1000],
         project=event.project[:500],
+        redaction_version=RULES_VERSION,
     )
 
 
@@ -586,6 +617,7 @@ def session_for_continuity(
     )
     if session is not None or not agent_external_id:
         return session
+    agent_external_id = redact_text(agent_external_id)  # as ingestion stores it
     agent, _ = Agent.objects.get_or_create(
         team=team,
         source=source,

@@ -115,6 +115,10 @@ def apply(session: Session, event: FoldEvent) -> None:
 
     closed = session.status in (SessionStatus.ENDED, SessionStatus.CRASHED)
     if closed:
+        if kind in _STARTS:
+            # A start stamped after the end (a skewed clock) still is the session's start:
+            # the next one must be stored as a resume. It reopens nothing.
+            session.has_start = True
         return
     if kind in _STARTS:
         if not session.has_start:

@@ -23,6 +23,7 @@ from lifecycle.models import Agent, Session, SessionStatus
 
 from . import features as feature_lib
 from .models import ContinuityRecord, Pin, SessionFeatures, Summary
+from .redaction import RULES_VERSION
 
 CLOSED = (SessionStatus.ENDED, SessionStatus.CRASHED)
 
@@ -314,6 +315,7 @@ def _record(
         preamble=preamble,
         requested_by=requested_by[:200],
         requested_by_user=user if getattr(user, "pk", None) else None,
+        redaction_version=RULES_VERSION,
     )
     if chosen:
         record.sources.set([c.session for c in chosen])

@@ -150,6 +150,7 @@ class SessionFeatures(models.Model):
     pending_tasks = models.JSONField(default=list, blank=True)
     done_tasks = models.JSONField(default=list, blank=True, help_text="Task ids said to be done")
     updated_at = models.DateTimeField(auto_now=True)
+    redaction_version = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         verbose_name_plural = "session features"
@@ -215,6 +216,7 @@ class ContinuityRecord(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
     created_at = models.DateTimeField(auto_now_add=True)
+    redaction_version = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         ordering = ["-created_at"]

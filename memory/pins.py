@@ -48,7 +48,9 @@ def _clean(label: Any, content: Any, priority: Any) -> tuple[str, str, str]:
         raise ValidationFailed(
             "priority must be normal or critical", code="invalid", extra={"field": "priority"}
         )
-    return redact_text(label.strip()), redact_text(content), priority
+    # A redaction marker can be longer than the secret it replaces: cut the label back to
+    # what the column holds, or a valid request would fail in the database.
+    return redact_text(label.strip())[:LABEL_MAX], redact_text(content), priority
 
 
 @transaction.atomic
@@ -102,11 +104,19 @@ def pin_update(*, pin: Pin, **changes: Any) -> Pin:
         changes.get("content", pin.content),
         changes.get("priority", pin.priority),
     )
+    # The same lock as pin_create: two renames onto one label must not both pass the check.
+    Agent.objects.select_for_update().filter(pk=pin.agent_id).first()
     if label != pin.label and active_pins(pin.agent).filter(label=label).exists():
         raise PinLabelTaken(f"An active pin is already labelled {label!r}")
     pin.label, pin.content, pin.priority = label, content, priority
     pin.redaction_version = RULES_VERSION
-    pin.save(update_fields=["label", "content", "priority", "redaction_version", "updated_at"])
+    try:
+        with transaction.atomic():
+            pin.save(
+                update_fields=["label", "content", "priority", "redaction_version", "updated_at"]
+            )
+    except IntegrityError as exc:
+        raise PinLabelTaken(f"An active pin is already labelled {label!r}") from exc
     return pin
 
 

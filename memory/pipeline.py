@@ -18,10 +18,18 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus, Source
+from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
 
 from . import features as feature_lib
-from .models import LlmUsage, Observation, Pin, SessionFeatures, StreamTail, Summary
+from .models import (
+    ContinuityRecord,
+    LlmUsage,
+    Observation,
+    Pin,
+    SessionFeatures,
+    StreamTail,
+    Summary,
+)
 from .redaction import RULES_VERSION, redact_text, redact_value
 from .summaries import (
     LlmUnavailable,
@@ -120,18 +128,29 @@ def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
     StreamTail.objects.bulk_create(rows, ignore_conflicts=True)
 
 
+# The opening prompts say what the session was asked; they are read even when the session
+# is longer than the window of events read for words.
+OPENING_PROMPTS = 3
+
+
 def _texts(session: Session) -> dict[str, list[str]]:
-    """The session's words by kind, from its stored events."""
-    rows = (
-        LifecycleEvent.objects.filter(
-            session=session, kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END]
-        )
-        .exclude(phase="pre")
-        .order_by("occurred_at", "id")
-        .values_list("kind", "facts", "payload", "source")[:FEATURE_EVENT_LIMIT]
-    )
+    """The session's words by kind, from its stored events: the latest
+    ``FEATURE_EVENT_LIMIT`` of them (where the final message and the open tasks are), plus
+    its opening prompts."""
+    events = LifecycleEvent.objects.filter(
+        session=session, kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END]
+    ).exclude(phase="pre")
+    columns = ("id", "kind", "facts", "payload", "source")
+    rows = list(events.order_by("-occurred_at", "-id").values_list(*columns)[:FEATURE_EVENT_LIMIT])
+    rows.reverse()
+    if len(rows) == FEATURE_EVENT_LIMIT:
+        window = {row[0] for row in rows}
+        opening = events.filter(kind=EventKind.PROMPT).order_by("occurred_at", "id")
+        rows = [
+            row for row in opening.values_list(*columns)[:OPENING_PROMPTS] if row[0] not in window
+        ] + rows
     texts: dict[str, list[str]] = {"prompts": [], "tools": [], "finals": [], "reasoning": []}
-    for kind, facts, payload, source in rows:
+    for _, kind, facts, payload, source in rows:
         facts = facts or {}
         if kind == EventKind.PROMPT:
             texts["prompts"].append(str(facts.get("text") or ""))
@@ -163,15 +182,18 @@ def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionF
     )
     projects = [p for p in [session.project, session.cwd] if p]
     projects = list(dict.fromkeys(projects))
+    values = {
+        "team_id": session.team_id,
+        "hot_topics": topics,
+        "active_projects": projects,
+        "pending_tasks": [task.as_dict() for task in pending],
+        "done_tasks": sorted(done),
+    }
+    current = SessionFeatures.objects.filter(session=session).first()
+    if current is not None and all(getattr(current, k) == v for k, v in values.items()):
+        return current  # unchanged: a second run writes nothing, not even updated_at
     row, _ = SessionFeatures.objects.update_or_create(
-        session=session,
-        defaults={
-            "team_id": session.team_id,
-            "hot_topics": topics,
-            "active_projects": projects,
-            "pending_tasks": [task.as_dict() for task in pending],
-            "done_tasks": sorted(done),
-        },
+        session=session, defaults={**values, "redaction_version": RULES_VERSION}
     )
     return row
 
@@ -220,13 +242,16 @@ def summary_build(session: Session, texts: dict[str, list[str]] | None = None) -
         if _llm_budget_left(session.team_id, budget) <= 0:
             fallback = "daily LLM token budget spent; extractive summary"
         else:
+            spent = 0
             try:
                 draft = summarize_llm(data, config)
+                spent = draft.llm_tokens
             except LlmUnavailable as exc:
                 fallback = f"LLM unavailable ({exc}); extractive summary"
                 logger.warning("summary LLM failed for session %s: %s", session.pk, exc)
-            if draft is not None and draft.llm_tokens:
-                _llm_spend(session.team_id, timezone.now().date(), draft.llm_tokens)
+                spent = exc.tokens  # an unusable answer is billed all the same
+            if spent:
+                _llm_spend(session.team_id, timezone.now().date(), spent)
     if draft is None:
         draft = summarize_extractive(data)
         draft.fallback_reason = fallback
@@ -280,6 +305,26 @@ def session_process(session_id: str) -> bool:
     return True
 
 
+def session_process_until_clean(session_id: str, rounds: int = 10) -> bool:
+    """Process a session, going round again while events keep arriving.
+
+    Ingestion queues work only when a session turns dirty, so the run that is busy with
+    a session must also pick up what came in meanwhile (a newer outbox mark). Past
+    ``rounds`` the mark stays set and the outbox sweep takes over.
+    """
+    for _ in range(rounds):
+        if not session_process(session_id):
+            return False
+        if not session_is_dirty(session_id):
+            return True
+    return True
+
+
+def session_is_dirty(session_id: str) -> bool:
+    """Whether events wait for the session's memory (its outbox mark is set)."""
+    return Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False).exists()
+
+
 def latest_tail(session: Session) -> StreamTail | None:
     return StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first()
 
@@ -312,6 +357,12 @@ def reredact_everything(progress: Any = None) -> dict[str, int]:
         (StreamTail, ["text", "final_message"]),
         (Observation, ["input_digest", "output_digest"]),
         (Summary, [*Summary.SECTIONS, "final_message"]),
+        (SessionFeatures, ["hot_topics", "active_projects", "pending_tasks"]),
+        (ContinuityRecord, ["preamble", "keywords", "inherited_pins"]),
+        (Session, ["cwd", "project", "session_key", "channel"]),
+        # An agent's external id is its identity: new events are matched against it with
+        # the rules of their own day, so it is left as it was stored.
+        (Agent, ["name", "project"]),
     ]
     changed: dict[str, int] = {}
     for model, fields in plan:

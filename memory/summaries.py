@@ -3,6 +3,7 @@ OpenAI-compatible chat endpoint whose every failure falls back to it."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import re
@@ -111,7 +112,29 @@ def summarize_extractive(data: SummaryInput) -> SummaryDraft:
 
 
 class LlmUnavailable(Exception):
-    """The configured endpoint failed, timed out or answered something unusable."""
+    """The configured endpoint failed, timed out or answered something unusable.
+
+    ``tokens`` is what the call cost anyway (an unusable answer is still billed), so the
+    daily budget counts it.
+    """
+
+    def __init__(self, message: str, tokens: int = 0) -> None:
+        super().__init__(message)
+        self.tokens = tokens
+
+
+# Rough characters per token, to charge the budget when an endpoint reports no usage.
+_CHARS_PER_TOKEN = 4
+
+
+def _tokens_used(answer: Any, sent: bytes, received: bytes) -> int:
+    """Tokens the answer says it cost; estimated from the sizes when it says nothing usable
+    (some local servers omit ``usage``), so the budget is never bypassed."""
+    usage = answer.get("usage") if isinstance(answer, dict) else None
+    total = usage.get("total_tokens") if isinstance(usage, dict) else None
+    if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+        return total
+    return max(1, (len(sent) + len(received)) // _CHARS_PER_TOKEN)
 
 
 _PROMPT = (
@@ -155,28 +178,39 @@ def summarize_llm(data: SummaryInput, config: dict[str, Any]) -> SummaryDraft:
         | ({"Authorization": f"Bearer {config['API_KEY']}"} if config.get("API_KEY") else {}),
         method="POST",
     )
+    sent = request.data if isinstance(request.data, bytes) else b""
     try:
         with urllib.request.urlopen(request, timeout=float(config.get("TIMEOUT", 20))) as response:  # noqa: S310
-            answer = json.loads(response.read().decode("utf-8"))
-    except (urllib.error.URLError, TimeoutError, OSError, ValueError) as exc:
+            received = response.read()
+    # HTTPException: a reply that is not HTTP at all, or cut short (IncompleteRead).
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
         raise LlmUnavailable(f"{exc.__class__.__name__}: {exc}"[:280]) from exc
     try:
+        answer = json.loads(received.decode("utf-8"))
+    except ValueError as exc:  # not JSON (an HTML error page, a proxy's text...)
+        raise LlmUnavailable(f"unusable answer: {exc}"[:280]) from exc
+    tokens = _tokens_used(answer, sent, received)
+    try:
+        # Checked step by step: any JSON can come back, and no shape of it may escape as
+        # anything but LlmUnavailable (the caller falls back on exactly that).
         content = answer["choices"][0]["message"]["content"]
+        if not isinstance(content, str):
+            raise TypeError(f"content is {type(content).__name__}, not text")
         content = content.strip()
         if content.startswith("```"):
             content = content.strip("`").removeprefix("json").strip()
         sections = json.loads(content)
         if not isinstance(sections, dict):
             raise TypeError("not an object")
-        usage = answer.get("usage") or {}
-        tokens = int(usage.get("total_tokens") or 0)
     except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise LlmUnavailable(f"unusable answer: {exc}"[:280]) from exc
+        raise LlmUnavailable(f"unusable answer: {exc}"[:280], tokens=tokens) from exc
     draft = SummaryDraft(method=str(config["MODEL"])[:200], llm_tokens=tokens)
     for name in SECTIONS:
-        value = sections.get(name, "")
+        value = sections.get(name)
         if isinstance(value, list):
-            value = " ".join(str(v) for v in value)
+            value = " ".join(str(v) for v in value if v is not None)
+        elif value is None:
+            value = ""
         setattr(draft, name, _clip(str(value)))
     if not draft.completed and data.final_message:
         draft.completed = _clip(data.final_message)

@@ -18,10 +18,23 @@ _RETRY = {
 }
 
 
+# A run that ends with events still waiting (they kept coming through every round) hands
+# over to a fresh run this many seconds later.
+REQUEUE_SECONDS = 1
+
+
 @shared_task(**_RETRY)
 def process_session(session_id: str) -> bool:
     """Distil a session's new events: observations, tails, features, summary."""
-    return pipeline.session_process(session_id)
+    found = pipeline.session_process_until_clean(session_id)
+    # Ingestion queues a run only when a session turns dirty, so nobody else will queue
+    # one for events that came in during the last round: without this they would wait
+    # for the outbox sweep (a minute or more). In eager mode this run happens inside the
+    # request that queued it and a re-queue would recurse: there the sweep stays the fallback.
+    eager = process_session.app.conf.task_always_eager
+    if found and not eager and pipeline.session_is_dirty(session_id):
+        process_session.apply_async((session_id,), countdown=REQUEUE_SECONDS)
+    return found
 
 
 @shared_task(**_RETRY)

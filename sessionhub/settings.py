@@ -113,7 +113,8 @@ if REDIS_URL:
     CACHES = {
         "default": {
             "BACKEND": "django.core.cache.backends.redis.RedisCache",
-            "LOCATION": REDIS_URL,
+            # The cache may live apart from the broker's database (CACHE_REDIS_URL).
+            "LOCATION": env.str("CACHE_REDIS_URL", default=REDIS_URL),
             "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
         }
     }
@@ -264,6 +265,8 @@ SESSIONHUB = {
     "CRASH_HORIZON": timedelta(minutes=env.int("SESSIONHUB_CRASH_HORIZON_MINUTES", default=240)),
     "SUSPEND_HORIZON": timedelta(days=env.int("SESSIONHUB_SUSPEND_HORIZON_DAYS", default=7)),
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
+    # Embedded mode (no broker, so no beat): sweeps run from the ingest path this often.
+    "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
     "TOKEN_LAST_USED_RESOLUTION": timedelta(minutes=1),
     "TOKEN_CACHE_SECONDS": env.int("SESSIONHUB_TOKEN_CACHE_SECONDS", default=5),

@@ -52,7 +52,10 @@ def openclaw_hooks(scenario: str) -> list[dict[str, Any]]:
 
 @pytest.fixture(autouse=True)
 def _clear_cache() -> Iterator[None]:
-    cache.clear()
+    # Only the in-memory cache: clearing Redis would flush the database that other
+    # test runs' Celery queues live in. On Redis each run has its own key prefix.
+    if settings.CACHES["default"]["BACKEND"].endswith("LocMemCache"):
+        cache.clear()
     yield
 
 

@@ -127,7 +127,9 @@ def parse_iso_time(value: Any, name: str, now: datetime) -> datetime:
         raise EventInvalid(name, "must be an ISO-8601 date-time", "invalid_time")
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return check_time(moment, name, now)
+    # In UTC once it is known to be in range: PostgreSQL refuses offsets past ±15:59,
+    # which ISO-8601 allows, and one such event must not fail its whole batch.
+    return check_time(moment, name, now).astimezone(UTC)
 
 
 def parse_epoch_ms(value: Any, name: str, now: datetime) -> datetime:

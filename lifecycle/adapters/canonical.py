@@ -110,12 +110,13 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     model = opt_str(body, "model", "model", max_length=200)
     if model:
         facts["model"] = model
+    # Checked whatever the kind: a known field of the wrong type is refused, not dropped.
+    final_message = opt_str(body, "final_message", "final_message", max_length=10**6)
+    reasoning = opt_str(body, "reasoning", "reasoning", max_length=10**6)
     if kind == EventKind.TURN_END:
-        tagged, visible = reasoning_from_text(
-            opt_str(body, "final_message", "final_message", max_length=10**6)
-        )
+        tagged, visible = reasoning_from_text(final_message)
         facts["final_message"] = visible
-        facts["reasoning"] = opt_str(body, "reasoning", "reasoning", max_length=10**6) or tagged
+        facts["reasoning"] = reasoning or tagged
 
     return NormalizedEvent(
         event_id=event_id,
