@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from datetime import date
 from typing import Any
 
@@ -102,17 +103,30 @@ def _observations_record(session: Session, events: list[LifecycleEvent]) -> None
     Observation.objects.bulk_create(rows, ignore_conflicts=True)
 
 
+def _same_as_latest_tail(
+    session: Session, pending: list[StreamTail], text: str, final: str
+) -> bool:
+    latest = pending[-1] if pending else latest_tail(session)
+    return (
+        latest is not None
+        and latest.text == redact_text(text)
+        and latest.final_message == redact_text(final)
+    )
+
+
 def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
     max_tokens = settings.SESSIONHUB["TAIL_TOKENS"]
     rows = []
     for event in events:
-        if event.kind != EventKind.TURN_END:
+        if event.kind not in (EventKind.TURN_END, EventKind.SESSION_END):
             continue
         reasoning = str(event.facts.get("reasoning") or "")
         final = str(event.facts.get("final_message") or "")
         if not reasoning and not final:
             continue
         text = tail_words(reasoning, max_tokens)
+        if event.kind == EventKind.SESSION_END and _same_as_latest_tail(session, rows, text, final):
+            continue  # the end repeats the last turn's words: one tail is enough
         rows.append(
             StreamTail(
                 team_id=session.team_id,
@@ -138,7 +152,8 @@ def _texts(session: Session) -> dict[str, list[str]]:
     ``FEATURE_EVENT_LIMIT`` of them (where the final message and the open tasks are), plus
     its opening prompts."""
     events = LifecycleEvent.objects.filter(
-        session=session, kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END]
+        session=session,
+        kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END, EventKind.SESSION_END],
     ).exclude(phase="pre")
     columns = ("id", "kind", "facts", "payload", "source")
     rows = list(events.order_by("-occurred_at", "-id").values_list(*columns)[:FEATURE_EVENT_LIMIT])
@@ -166,6 +181,17 @@ def _texts(session: Session) -> dict[str, list[str]]:
     return texts
 
 
+_HOME = re.compile(r"(?:/home|/Users|/root)(?:/[^/\s]+)?|~")
+
+
+def _without_paths(text: str, session: Session) -> str:
+    """Text for topic counting without the working directory and home folders: every
+    tool input repeats them, and they say nothing about what the session is about."""
+    if session.cwd:
+        text = text.replace(session.cwd, " ")
+    return _HOME.sub(" ", text)
+
+
 def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionFeatures:
     pins = list(
         Pin.objects.filter(agent_id=session.agent_id, unpinned_at__isnull=True).values_list(
@@ -173,7 +199,9 @@ def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionF
         )
     )
     pin_texts = [f"{label}. {content}" for label, content in pins]
-    topics = feature_lib.hot_topics(texts["prompts"] + pin_texts + texts["tools"])
+    topics = feature_lib.hot_topics(
+        _without_paths(t, session) for t in texts["prompts"] + pin_texts + texts["tools"]
+    )
     pending, done = feature_lib.task_states(
         [("pin", t) for t in pin_texts]
         + [("prompt", t) for t in texts["prompts"]]
