@@ -55,6 +55,10 @@ worker: install ## A Celery worker (needs REDIS_URL)
 beat: install ## Celery beat: crash sweep, outbox sweep, retention (needs REDIS_URL)
 	$(BIN)/celery -A sessionhub beat --loglevel=INFO
 
+.PHONY: bench-dashboard
+bench-dashboard: install ## Time the dashboard's session list with 100,000 sessions
+	$(BIN)/python bench/dashboard_list.py
+
 .PHONY: clean
 clean: ## Remove the virtualenv, caches and the local SQLite database
 	rm -rf $(VENV) .pytest_cache .ruff_cache sessionhub.sqlite3* staticfiles

@@ -1,0 +1,784 @@
+"""Reads behind the dashboard, always within the teams the user is a member of.
+
+Every page is built from a fixed number of queries, whatever the number of sessions: lists
+are sliced, long per-session lists are capped, and related rows are fetched in one go.
+Staff users get nothing more here than any member: the dashboard is scoped by Membership.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import date, datetime, time, timedelta
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.search import SearchQuery, SearchVector
+from django.core.cache import cache
+from django.db import connection
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
+from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDate, TruncHour
+from django.urls import reverse
+from django.utils import timezone
+
+from lifecycle import selectors as lifecycle_selectors
+from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
+from memory.models import (
+    ContinuityRecord,
+    Observation,
+    Pin,
+    SessionFeatures,
+    StreamTail,
+    Summary,
+)
+from memory.pins import active_pins
+from sessionhub.models import Team
+
+from . import charts
+
+PAGE_SIZE = 50
+COUNT_CAP = 1000
+TIMELINE_LIMIT = 1000
+OBSERVATION_LIMIT = 200
+CHAIN_LIMIT = 12
+RECORD_LIMIT = 20
+GAP_SECONDS = 300
+LIVE_IDS_MAX = 100
+CHANNEL_CACHE_SECONDS = 300
+SEARCH_CONFIG = "english"
+# What the search reads of a summary. dashboard/migrations/0001_search_indexes.py indexes
+# exactly this expression: change both together (a test checks the index is used).
+SUMMARY_SEARCH_FIELDS = (
+    "request",
+    "investigated",
+    "learned",
+    "completed",
+    "next_steps",
+    "final_message",
+)
+OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+
+User = AbstractBaseUser | AnonymousUser
+
+
+# --- teams -------------------------------------------------------------------------------
+
+
+def user_teams(user: User) -> list[Team]:
+    """The teams a user is a member of, by name."""
+    if not user.is_authenticated:
+        return []
+    return list(Team.objects.filter(memberships__user=user).order_by("name", "pk"))
+
+
+def team_pick(teams: Sequence[Team], slug: str | None) -> Team | None:
+    """The team the switcher chose when the user is still a member, else the first."""
+    for team in teams:
+        if team.slug == slug:
+            return team
+    return teams[0] if teams else None
+
+
+def _as_uuid(value: object) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError:
+        return None
+
+
+# --- the session list ---------------------------------------------------------------------
+
+SORTS: dict[str, tuple[str, tuple[Any, ...]]] = {
+    # key: (label, ordering). "newest" and "oldest" walk the (team, -started_at) index.
+    "newest": ("Newest first", ("-started_at", "-id")),
+    "oldest": ("Oldest first", ("started_at", "id")),
+    "active": ("Recently active", (F("last_event_at").desc(nulls_last=True), "-id")),
+    "events": ("Most events", ("-event_count", "-id")),
+    "compactions": ("Most compactions", ("-compaction_count", "-id")),
+}
+
+
+def agents_for_filter(team: Team, limit: int = 500) -> list[Agent]:
+    """The team's agents for the filter menu."""
+    return list(Agent.objects.filter(team=team).order_by("name", "external_id")[:limit])
+
+
+def channels_for_filter(team: Team) -> list[str]:
+    """The channels the team's sessions came through, cached for a few minutes: the
+    DISTINCT reads every session of the team (60 ms with 100,000 of them)."""
+    key = f"dashboard:channels:{team.pk}"
+    channels = cache.get(key)
+    if channels is None:
+        channels = list(
+            Session.objects.filter(team=team)
+            .exclude(channel="")
+            .order_by("channel")
+            .values_list("channel", flat=True)
+            .distinct()[:100]
+        )
+        cache.set(key, channels, CHANNEL_CACHE_SECONDS)
+    return channels
+
+
+def _search_postgres(team: Team, text: str) -> Q:
+    query = SearchQuery(text, search_type="websearch", config=SEARCH_CONFIG)
+    prompts = (
+        LifecycleEvent.objects.filter(team=team, kind=EventKind.PROMPT)
+        .annotate(document=SearchVector(KT("facts__text"), config=SEARCH_CONFIG))
+        .filter(document=query)
+        .values("session_id")
+    )
+    summaries = (
+        Summary.objects.filter(team=team)
+        .annotate(document=SearchVector(*SUMMARY_SEARCH_FIELDS, config=SEARCH_CONFIG))
+        .filter(document=query)
+        .values("session_id")
+    )
+    tails = (
+        StreamTail.objects.filter(team=team)
+        .annotate(document=SearchVector("final_message", config=SEARCH_CONFIG))
+        .filter(document=query)
+        .values("session_id")
+    )
+    # Three IN lists, ORed: PostgreSQL hashes each list once (read through the GIN
+    # indexes) and walks the team's sessions newest first until the page is full. (A
+    # UNION of the ids was measured slower: it made the planner scan every session.)
+    return Q(pk__in=prompts) | Q(pk__in=summaries) | Q(pk__in=tails)
+
+
+def _search_plain(team: Team, text: str) -> Q:
+    prompts = LifecycleEvent.objects.filter(
+        team=team, kind=EventKind.PROMPT, facts__text__icontains=text
+    ).values("session_id")
+    in_summary = Q()
+    for name in SUMMARY_SEARCH_FIELDS:
+        in_summary |= Q(**{f"{name}__icontains": text})
+    summaries = Summary.objects.filter(in_summary, team=team).values("session_id")
+    tails = StreamTail.objects.filter(team=team, final_message__icontains=text).values("session_id")
+    return Q(pk__in=prompts) | Q(pk__in=summaries) | Q(pk__in=tails)
+
+
+def sessions_filter(
+    *,
+    team: Team,
+    q: str = "",
+    agent: Any = None,
+    status: str = "",
+    channel: str = "",
+    source: str = "",
+    end_reason: str = "",
+    started_from: date | None = None,
+    started_to: date | None = None,
+    sort: str = "newest",
+) -> QuerySet[Session]:
+    """The team's sessions narrowed by the list's filters and full-text search, sorted."""
+    sessions = Session.objects.filter(team=team).select_related("agent")
+    if agent:
+        sessions = sessions.filter(agent_id=_as_uuid(agent))
+    if status:
+        sessions = sessions.filter(status=status)
+    if channel:
+        sessions = sessions.filter(channel=channel)
+    if source:
+        sessions = sessions.filter(source=source)
+    if end_reason:
+        sessions = sessions.filter(end_reason=end_reason)
+    tz = timezone.get_current_timezone()
+    if started_from:
+        sessions = sessions.filter(
+            started_at__gte=datetime.combine(started_from, time.min, tzinfo=tz)
+        )
+    if started_to:
+        sessions = sessions.filter(
+            started_at__lt=datetime.combine(started_to + timedelta(days=1), time.min, tzinfo=tz)
+        )
+    text = " ".join(q.split())[:200]
+    if text:
+        search = _search_postgres if connection.vendor == "postgresql" else _search_plain
+        sessions = sessions.filter(search(team, text))
+    return sessions.order_by(*SORTS.get(sort, SORTS["newest"])[1])
+
+
+@dataclass
+class SessionPage:
+    """One page of a session list, counted only as far as ``COUNT_CAP``."""
+
+    rows: list[Session]
+    number: int
+    has_next: bool
+    start: int
+    end: int
+    total: int | None
+    total_capped: bool
+    headlines: dict[Any, str] = field(default_factory=dict)
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+    @property
+    def pages(self) -> int | None:
+        if self.total_capped or self.total is None:
+            return None
+        return max(1, -(-self.total // PAGE_SIZE))
+
+
+def sessions_page(
+    sessions: QuerySet[Session], number: int = 1, *, count: bool = True
+) -> SessionPage:
+    """A page of sessions without a COUNT(*) over everything: counting stops at the cap,
+    and does not happen at all with ``count=False`` (full-text search, where even a
+    capped count walks every session of the team: 130 ms with 100,000)."""
+    number = max(1, number)
+    offset = (number - 1) * PAGE_SIZE
+    rows = list(sessions[offset : offset + PAGE_SIZE + 1])
+    has_next = len(rows) > PAGE_SIZE
+    rows = rows[:PAGE_SIZE]
+    if not has_next and (rows or number == 1):
+        total, capped = offset + len(rows), False
+    elif not count:
+        total, capped = None, False
+    else:
+        total = sessions.order_by()[: COUNT_CAP + 1].count()
+        capped = total > COUNT_CAP
+        total = min(total, COUNT_CAP)
+    headlines = session_headlines([s.pk for s in rows])
+    return SessionPage(
+        rows=rows,
+        number=number,
+        has_next=has_next,
+        start=offset + 1 if rows else 0,
+        end=offset + len(rows),
+        total=total,
+        total_capped=capped,
+        headlines=headlines,
+    )
+
+
+def session_headlines(session_ids: Sequence[Any]) -> dict[Any, str]:
+    """A line saying what each session was about: its summary's request (one query)."""
+    if not session_ids:
+        return {}
+    rows = Summary.objects.filter(session_id__in=session_ids).values_list(
+        "session_id", "request", "final_message"
+    )
+    return {sid: (request or final)[:240] for sid, request, final in rows if request or final}
+
+
+# --- the overview --------------------------------------------------------------------------
+
+DURATION_BUCKETS: list[tuple[str, float, float | None]] = [
+    ("< 1 min", 0, 60),
+    ("1-5 min", 60, 300),
+    ("5-15 min", 300, 900),
+    ("15-60 min", 900, 3600),
+    ("1-4 h", 3600, 4 * 3600),
+    ("4-24 h", 4 * 3600, 86400),
+    ("> 1 day", 86400, None),
+]
+COMPACTION_BUCKETS: list[tuple[str, int, int | None]] = [
+    ("0", 0, 0),
+    ("1", 1, 1),
+    ("2", 2, 2),
+    ("3", 3, 3),
+    ("4", 4, 4),
+    ("5+", 5, None),
+]
+STATUS_CSS = {
+    SessionStatus.ACTIVE: "s-active",
+    SessionStatus.SUSPENDED: "s-suspended",
+    SessionStatus.ENDED: "s-ended",
+    SessionStatus.CRASHED: "s-crashed",
+}
+HOURS = 48
+
+
+@dataclass
+class Overview:
+    """Counts and charts of a team's recent sessions."""
+
+    days: int
+    since: datetime
+    counts: dict[str, int]
+    charts: list[charts.Chart]
+    top: list[charts.Chart]
+    crashed: list[Session]
+
+
+def _day_series(team: Team, since: datetime, days: list[date]) -> list[charts.Series]:
+    rows = (
+        Session.objects.filter(team=team, started_at__gte=since)
+        .annotate(day=TruncDate("started_at"))
+        .values_list("day", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    per: dict[str, dict[date, int]] = defaultdict(dict)
+    for day, status, n in rows:
+        per[status][day] = n
+    return [
+        charts.Series(label, [per[value].get(d, 0) for d in days], STATUS_CSS[value])
+        for value, label in SessionStatus.choices
+    ]
+
+
+def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Overview:
+    """The overview page's numbers: a handful of aggregate queries over the window."""
+    now = now or timezone.now()
+    today = timezone.localdate(now)
+    first_day = today - timedelta(days=days - 1)
+    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
+    window = Session.objects.filter(team=team, started_at__gte=since)
+
+    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+    aggregates: dict[str, Any] = {
+        "sessions": Count("id"),
+        "crashed": Count("id", filter=Q(status=SessionStatus.CRASHED)),
+        "events": Sum("event_count"),
+        "compactions": Sum("compaction_count"),
+    }
+    for i, (_, low, high) in enumerate(DURATION_BUCKETS):
+        cond = Q(ended_at__isnull=False, duration__gte=timedelta(seconds=low))
+        if high is not None:
+            cond &= Q(duration__lt=timedelta(seconds=high))
+        aggregates[f"d{i}"] = Count("id", filter=cond)
+    for i, (_, low, high) in enumerate(COMPACTION_BUCKETS):
+        cond = Q(compaction_count__gte=low)
+        if high is not None:
+            cond &= Q(compaction_count__lte=high)
+        aggregates[f"c{i}"] = Count("id", filter=cond)
+    totals = window.annotate(duration=duration).aggregate(**aggregates)
+
+    open_now = dict(
+        Session.objects.filter(team=team, status__in=OPEN)
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    counts = {
+        "sessions": totals["sessions"] or 0,
+        "active": open_now.get(SessionStatus.ACTIVE, 0),
+        "suspended": open_now.get(SessionStatus.SUSPENDED, 0),
+        "crashed": totals["crashed"] or 0,
+        "events": totals["events"] or 0,
+        "compactions": totals["compactions"] or 0,
+    }
+
+    day_list = [first_day + timedelta(days=i) for i in range(days)]
+    per_day = charts.column_chart(
+        title=f"Sessions started per day, by status (last {days} days)",
+        labels=[d.strftime("%b %d") for d in day_list],
+        series=_day_series(team, since, day_list),
+    )
+
+    hour_start = (now - timedelta(hours=HOURS - 1)).replace(minute=0, second=0, microsecond=0)
+    hourly = dict(
+        LifecycleEvent.objects.filter(team=team, received_at__gte=hour_start)
+        .annotate(hour=TruncHour("received_at"))
+        .values_list("hour")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    hours = [hour_start + timedelta(hours=i) for i in range(HOURS)]
+    per_hour = charts.column_chart(
+        title=f"Events received per hour (last {HOURS} hours)",
+        labels=[timezone.localtime(h).strftime("%H:00") for h in hours],
+        series=[charts.Series("events", [hourly.get(h, 0) for h in hours], "c-events")],
+    )
+    durations = charts.column_chart(
+        title=f"Duration of sessions that ended (started in the last {days} days)",
+        labels=[label for label, _, _ in DURATION_BUCKETS],
+        series=[
+            charts.Series(
+                "sessions",
+                [totals[f"d{i}"] or 0 for i in range(len(DURATION_BUCKETS))],
+                "c-duration",
+            )
+        ],
+    )
+    compactions = charts.column_chart(
+        title=f"Compactions per session (last {days} days)",
+        labels=[label for label, _, _ in COMPACTION_BUCKETS],
+        series=[
+            charts.Series(
+                "sessions",
+                [totals[f"c{i}"] or 0 for i in range(len(COMPACTION_BUCKETS))],
+                "c-compaction",
+            )
+        ],
+    )
+
+    agents = list(
+        window.values_list("agent_id", "agent__name", "agent__external_id")
+        .annotate(n=Count("id"))
+        .order_by("-n", "agent__name")[:8]
+    )
+    top_agents = charts.bar_list(
+        title=f"Top agents (sessions, last {days} days)",
+        labels=[name or ext for _, name, ext, _ in agents],
+        values=[n for *_, n in agents],
+        hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
+        css="c-agent",
+    )
+    projects = list(
+        window.exclude(project="")
+        .values_list("project")
+        .annotate(n=Count("id"))
+        .order_by("-n", "project")[:8]
+    )
+    top_projects = charts.bar_list(
+        title=f"Top projects (sessions, last {days} days)",
+        labels=[p for p, _ in projects],
+        values=[n for _, n in projects],
+        css="c-project",
+    )
+    crashed = list(
+        window.filter(status=SessionStatus.CRASHED)
+        .select_related("agent")
+        .order_by("-started_at", "-id")[:8]
+    )
+    return Overview(
+        days=days,
+        since=since,
+        counts=counts,
+        charts=[per_day, per_hour, durations, compactions],
+        top=[top_agents, top_projects],
+        crashed=crashed,
+    )
+
+
+# --- one session ----------------------------------------------------------------------------
+
+KIND_STYLE: dict[str, tuple[str, str]] = {
+    # kind: (icon id in the sprite, css class)
+    EventKind.SESSION_START: ("i-start", "k-start"),
+    EventKind.SESSION_RESUME: ("i-resume", "k-resume"),
+    EventKind.SESSION_SUSPEND: ("i-suspend", "k-suspend"),
+    EventKind.SESSION_END: ("i-end", "k-end"),
+    EventKind.COMPACTION_BEFORE: ("i-compact", "k-compaction"),
+    EventKind.COMPACTION_AFTER: ("i-compact", "k-compaction"),
+    EventKind.PROMPT: ("i-prompt", "k-prompt"),
+    EventKind.TOOL_USE: ("i-tool", "k-tool"),
+    EventKind.TURN_END: ("i-turn", "k-turn"),
+    EventKind.NOTIFICATION: ("i-note", "k-note"),
+    EventKind.COMMAND: ("i-command", "k-command"),
+    EventKind.OTHER: ("i-other", "k-other"),
+}
+KIND_LABELS = dict(EventKind.choices)
+
+
+def session_visible(teams: Sequence[Team], session_id: object) -> Session | None:
+    """A session of one of these teams, or None (another team's session is not there)."""
+    pk = _as_uuid(session_id)
+    if pk is None or not teams:
+        return None
+    return (
+        Session.objects.filter(pk=pk, team__in=[t.pk for t in teams])
+        .select_related("agent", "team", "previous_session", "continued_by")
+        .first()
+    )
+
+
+def agent_visible(teams: Sequence[Team], agent_id: object) -> Agent | None:
+    """An agent of one of these teams, or None."""
+    pk = _as_uuid(agent_id)
+    if pk is None or not teams:
+        return None
+    return (
+        Agent.objects.filter(pk=pk, team__in=[t.pk for t in teams]).select_related("team").first()
+    )
+
+
+def pin_visible(teams: Sequence[Team], pin_id: int) -> Pin | None:
+    """A pin of one of these teams, or None."""
+    if not teams:
+        return None
+    return (
+        Pin.objects.filter(pk=pin_id, team__in=[t.pk for t in teams])
+        .select_related("agent", "agent__team")
+        .first()
+    )
+
+
+@dataclass
+class TimelineItem:
+    """One event as the timeline shows it, with the silence before it."""
+
+    event: LifecycleEvent
+    icon: str
+    css: str
+    label: str
+    text: str
+    gap_seconds: float | None = None
+    slept_seconds: float | None = None
+    asleep: bool = False
+
+
+def _event_text(event: LifecycleEvent) -> str:
+    facts = event.facts or {}
+    kind = event.kind
+    if kind == EventKind.PROMPT:
+        return str(facts.get("text") or "")
+    if kind == EventKind.TOOL_USE:
+        name = str(facts.get("tool_name") or "tool")
+        return f"{name}{' (failed)' if facts.get('failed') else ''}"
+    if kind == EventKind.TURN_END:
+        return str(facts.get("final_message") or facts.get("error") or "")
+    if kind == EventKind.SESSION_END:
+        reason = str(facts.get("reason") or "")
+        detail = str(facts.get("reason_detail") or "")
+        return reason + (f" ({detail})" if detail and detail != reason else "")
+    if kind == EventKind.SESSION_START:
+        return str(facts.get("start_source") or facts.get("resumed_from") or "")
+    if kind == EventKind.SESSION_SUSPEND:
+        return str(facts.get("reason") or "")
+    if kind == EventKind.COMPACTION_BEFORE:
+        return str(facts.get("trigger") or "")
+    return event.hook
+
+
+def timeline(events: Iterable[LifecycleEvent]) -> list[TimelineItem]:
+    """The timeline rows: kinds styled, long silences and sleeps measured."""
+    items: list[TimelineItem] = []
+    previous: datetime | None = None
+    asleep_since: datetime | None = None
+    for event in events:
+        icon, css = KIND_STYLE.get(event.kind, KIND_STYLE[EventKind.OTHER])
+        gap = (event.occurred_at - previous).total_seconds() if previous else None
+        item = TimelineItem(
+            event=event,
+            icon=icon,
+            css=css,
+            label=KIND_LABELS.get(event.kind, event.kind),
+            text=_event_text(event)[:500],
+            gap_seconds=gap if gap is not None and gap >= GAP_SECONDS else None,
+            asleep=asleep_since is not None,
+        )
+        if event.kind == EventKind.SESSION_SUSPEND and asleep_since is None:
+            asleep_since = event.occurred_at
+        elif (
+            event.kind in (EventKind.SESSION_RESUME, EventKind.SESSION_START)
+            and asleep_since is not None
+        ):
+            item.slept_seconds = (event.occurred_at - asleep_since).total_seconds()
+            item.gap_seconds = None  # the sleep says it better
+            item.asleep = False
+            asleep_since = None
+        items.append(item)
+        previous = event.occurred_at
+    return items
+
+
+def events_after(session: Session, after_id: int, limit: int = 200) -> list[LifecycleEvent]:
+    """Events stored after a given one (by id), for the live timeline."""
+    return list(
+        LifecycleEvent.objects.filter(session=session, id__gt=after_id).order_by("id")[:limit]
+    )
+
+
+@dataclass
+class CandidateView:
+    """A scored candidate of a continuity record, with its session when still there."""
+
+    data: dict[str, Any]
+    session: Session | None
+
+    @property
+    def used(self) -> bool:
+        return bool(self.data.get("used"))
+
+
+@dataclass
+class RecordView:
+    """A continuity record with its candidates resolved to sessions."""
+
+    record: ContinuityRecord
+    candidates: list[CandidateView]
+    sources: list[Session]
+
+
+def continuity_records(session: Session) -> list[RecordView]:
+    """The preambles served to a session, newest first, with scored candidates (3 queries)."""
+    records = list(
+        ContinuityRecord.objects.filter(session=session)
+        .select_related("requested_by_user")
+        .prefetch_related("sources")
+        .order_by("-created_at", "-id")[:RECORD_LIMIT]
+    )
+    wanted = {
+        pk
+        for record in records
+        for candidate in record.candidates or []
+        if isinstance(candidate, dict) and (pk := _as_uuid(candidate.get("session_id"))) is not None
+    }
+    known = (
+        {s.pk: s for s in Session.objects.filter(team_id=session.team_id, pk__in=wanted)}
+        if wanted
+        else {}
+    )
+    views = []
+    for record in records:
+        candidates = [
+            CandidateView(c, known.get(_as_uuid(c.get("session_id"))))
+            for c in record.candidates or []
+            if isinstance(c, dict)
+        ]
+        candidates.sort(key=lambda c: (not c.used, -(c.data.get("score") or 0)))
+        sources = [s for s in record.sources.all() if s.team_id == session.team_id]
+        views.append(RecordView(record=record, candidates=candidates, sources=sources))
+    return views
+
+
+@dataclass
+class SessionDetail:
+    """Everything the session page shows."""
+
+    session: Session
+    items: list[TimelineItem]
+    truncated: bool
+    spans: list[lifecycle_selectors.SuspendSpan]
+    strip: Any
+    tail: StreamTail | None
+    summary: Summary | None
+    features: SessionFeatures | None
+    observations: list[Observation]
+    pins: list[Pin]
+    chain: list[Session]
+    following: list[Session]
+    continued_from: list[Session]
+    records: list[RecordView]
+    last_event_id: int
+
+
+def _strip(session: Session, events: list[LifecycleEvent], spans: Sequence[Any]) -> Any:
+    if not events or session.started_at is None:
+        return None
+    start = session.started_at
+    end = session.ended_at or session.last_event_at or events[-1].occurred_at
+    if end <= start:
+        return None
+
+    def at(moment: datetime) -> float:
+        return (moment - start).total_seconds()
+
+    marks = []
+    for event in events:
+        if event.kind in (EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER):
+            marks.append((at(event.occurred_at), "k-compaction", "compaction"))
+        elif event.kind == EventKind.TURN_END:
+            marks.append((at(event.occurred_at), "k-turn", "turn end"))
+        elif event.kind == EventKind.PROMPT:
+            marks.append((at(event.occurred_at), "k-prompt", "prompt"))
+    sleeps = [(at(s.suspended_at), at(s.resumed_at or end)) for s in spans]
+    return charts.session_strip(start=0, end=at(end), sleeps=sleeps, marks=marks)
+
+
+def session_detail(session: Session) -> SessionDetail:
+    """The session page: timeline, memory, pins, chain and continuity (a bounded number of
+    queries; the chain costs one or two per linked session, at most ``CHAIN_LIMIT`` links)."""
+    events = list(lifecycle_selectors.events_for_session(session)[: TIMELINE_LIMIT + 1])
+    truncated = len(events) > TIMELINE_LIMIT
+    events = events[:TIMELINE_LIMIT]
+    spans = lifecycle_selectors.suspend_spans(events)
+    chain = [
+        s
+        for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
+        if s.team_id == session.team_id
+    ]
+    return SessionDetail(
+        session=session,
+        items=timeline(events),
+        truncated=truncated,
+        spans=spans,
+        strip=_strip(session, events, spans),
+        tail=StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first(),
+        summary=Summary.objects.filter(session=session).first(),
+        features=SessionFeatures.objects.filter(session=session).first(),
+        observations=list(
+            Observation.objects.filter(session=session).order_by("occurred_at", "id")[
+                :OBSERVATION_LIMIT
+            ]
+        ),
+        pins=list(active_pins(session.agent)),
+        chain=chain,
+        following=[s for s in chain if s.previous_session_id == session.pk],
+        continued_from=list(
+            Session.objects.filter(continued_by=session, team_id=session.team_id).order_by(
+                "-started_at"
+            )[:CHAIN_LIMIT]
+        ),
+        records=continuity_records(session),
+        last_event_id=max((e.id for e in events), default=0),
+    )
+
+
+# --- agents --------------------------------------------------------------------------------
+
+
+def agents_of(team: Team, limit: int = 500) -> list[Agent]:
+    """The team's agents, most recently seen first."""
+    return list(
+        Agent.objects.filter(team=team).order_by(F("last_seen_at").desc(nulls_last=True), "name")[
+            :limit
+        ]
+    )
+
+
+@dataclass
+class AgentDetail:
+    """An agent's pins (active and recently unpinned) and its recent sessions."""
+
+    agent: Agent
+    pins: list[Pin]
+    unpinned: list[Pin]
+    sessions: list[Session]
+
+
+def agent_detail(agent: Agent) -> AgentDetail:
+    """The agent page (three queries)."""
+    return AgentDetail(
+        agent=agent,
+        pins=list(active_pins(agent).select_related("origin_session", "inherited_into")),
+        unpinned=list(
+            Pin.objects.filter(agent=agent, unpinned_at__isnull=False).order_by("-unpinned_at")[:20]
+        ),
+        sessions=list(Session.objects.filter(agent=agent).order_by("-started_at", "-id")[:20]),
+    )
+
+
+# --- live updates --------------------------------------------------------------------------
+
+
+def session_state(session: Session) -> dict[str, Any]:
+    """What the live poller refreshes for one session."""
+    return {
+        "id": str(session.pk),
+        "status": session.status,
+        "status_label": session.get_status_display(),
+        "open": session.is_open,
+        "event_count": session.event_count,
+        "prompt_count": session.prompt_count,
+        "tool_use_count": session.tool_use_count,
+        "turn_count": session.turn_count,
+        "compaction_count": session.compaction_count,
+        "last_event_at": session.last_event_at.isoformat() if session.last_event_at else None,
+        "ended_at": session.ended_at.isoformat() if session.ended_at else None,
+        "end_reason": session.get_end_reason_display() if session.end_reason else "",
+        "duration_seconds": session.duration_seconds,
+    }
+
+
+def live_sessions(teams: Sequence[Team], ids: Iterable[str]) -> list[Session]:
+    """The sessions of these ids that belong to the user's teams (others are left out)."""
+    wanted = [pk for value in list(ids)[:LIVE_IDS_MAX] if (pk := _as_uuid(value))]
+    if not wanted or not teams:
+        return []
+    return list(Session.objects.filter(pk__in=wanted, team__in=[t.pk for t in teams]))
+
+
+def sessions_started_since(team: Team, since: datetime, cap: int = 100) -> int:
+    """How many sessions started after a moment (capped), for the list's 'new' notice."""
+    return Session.objects.filter(team=team, started_at__gt=since)[:cap].count()

@@ -1,0 +1,20 @@
+"""The dashboard's routes, under the site root."""
+
+from django.urls import path
+
+from . import views
+
+app_name = "dashboard"
+
+urlpatterns = [
+    path("", views.overview, name="overview"),
+    path("sessions/", views.session_list, name="sessions"),
+    path("sessions/<str:session_id>/", views.session_detail, name="session"),
+    path("agents/", views.agent_list, name="agents"),
+    path("agents/<str:agent_id>/", views.agent_detail, name="agent"),
+    path("pins/<int:pin_id>/edit", views.pin_edit, name="pin-edit"),
+    path("pins/<int:pin_id>/unpin", views.pin_unpin, name="pin-unpin"),
+    path("team", views.team_switch, name="team-switch"),
+    path("live/sessions", views.live_sessions, name="live-sessions"),
+    path("live/sessions/<str:session_id>", views.live_session, name="live-session"),
+]

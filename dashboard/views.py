@@ -1,0 +1,315 @@
+"""The dashboard's pages: thin views over dashboard.selectors and the pin services.
+
+Every page needs a login and shows only the teams the user is a member of; another
+team's session, agent or pin is a 404, never a 403 (its existence is not revealed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from memory import pins as pin_services
+from sessionhub.errors import ApiError, error_body
+from sessionhub.models import Team
+
+from . import selectors
+from .forms import PinForm, SessionFilterForm, TeamSwitchForm
+
+TEAM_SESSION_KEY = "dashboard_team"
+OVERVIEW_DAYS = (7, 14, 30)
+MAX_PAGE = 1_000_000  # far past any real list; keeps OFFSET within bigint
+
+View = Callable[..., HttpResponse]
+
+
+class MemberRequest(HttpRequest):
+    """A request of a logged-in user, with the teams the dashboard may show them."""
+
+    teams: list[Team]
+    team: Team | None
+
+
+def member_view(view: View) -> View:
+    """Login required; attaches ``request.teams`` (the user's) and ``request.team``."""
+
+    @login_required
+    @wraps(view)
+    def wrapped(request: MemberRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        request.teams = selectors.user_teams(request.user)
+        wanted = request.GET.get("team")
+        if wanted and any(t.slug == wanted for t in request.teams):
+            # A link into another of the user's teams (?team=slug) switches to it.
+            request.session[TEAM_SESSION_KEY] = wanted
+        request.team = selectors.team_pick(request.teams, request.session.get(TEAM_SESSION_KEY))
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def live_view(view: View) -> View:
+    """For the JSON poller: a 401 in the API's error shape instead of a login redirect."""
+
+    @wraps(view)
+    def wrapped(request: MemberRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if not request.user.is_authenticated:
+            return JsonResponse(error_body("Log in first", "not_authenticated"), status=401)
+        request.teams = selectors.user_teams(request.user)
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
+def _page(
+    request: MemberRequest, template: str, context: dict[str, Any], status: int = 200
+) -> HttpResponse:
+    context.setdefault("teams", request.teams)
+    context.setdefault("team", request.team)
+    return render(request, template, context, status=status)
+
+
+def _no_team(request: MemberRequest) -> HttpResponse:
+    return _page(request, "dashboard/no_team.html", {})
+
+
+@member_view
+def overview(request: MemberRequest) -> HttpResponse:
+    """Counts and charts of the current team's recent sessions."""
+    if request.team is None:
+        return _no_team(request)
+    try:
+        days = int(request.GET.get("days", 14))
+    except ValueError:
+        days = 14
+    days = days if days in OVERVIEW_DAYS else 14
+    data = selectors.overview(request.team, days=days)
+    return _page(request, "dashboard/overview.html", {"data": data, "day_choices": OVERVIEW_DAYS})
+
+
+@member_view
+def session_list(request: MemberRequest) -> HttpResponse:
+    """The current team's sessions: filters, full-text search, sorting, pages."""
+    team = request.team
+    if team is None:
+        return _no_team(request)
+    form = SessionFilterForm(
+        request.GET or None,
+        agents=selectors.agents_for_filter(team),
+        channels=selectors.channels_for_filter(team),
+    )
+    filters = form.filters() if request.GET else {"sort": "newest"}
+    try:
+        number = min(int(request.GET.get("page", 1)), MAX_PAGE)
+    except ValueError:
+        number = 1
+    page = selectors.sessions_page(
+        selectors.sessions_filter(team=team, **filters), number, count=not filters.get("q")
+    )
+    newest = max((s.started_at for s in page.rows if s.started_at), default=None)
+    return _page(
+        request,
+        "dashboard/session_list.html",
+        {
+            "form": form,
+            "page": page,
+            "filtered": any(k != "sort" for k in filters),
+            "newest": newest.isoformat() if newest and number == 1 else "",
+        },
+    )
+
+
+@member_view
+def session_detail(request: MemberRequest, session_id: str) -> HttpResponse:
+    """One session: timeline, tail, summary, observations, pins, chain, continuity."""
+    session = selectors.session_visible(request.teams, session_id)
+    if session is None:
+        raise Http404("No such session")
+    return _page(request, "dashboard/session_detail.html", {"d": selectors.session_detail(session)})
+
+
+@member_view
+def agent_list(request: MemberRequest) -> HttpResponse:
+    """The current team's agents."""
+    if request.team is None:
+        return _no_team(request)
+    agents = selectors.agents_of(request.team)
+    return _page(request, "dashboard/agent_list.html", {"agents": agents})
+
+
+def _agent_page(
+    request: MemberRequest,
+    agent: Any,
+    *,
+    new_form: PinForm | None = None,
+    failed: tuple[int, PinForm] | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    detail = selectors.agent_detail(agent)
+    if failed and failed[0] not in {pin.pk for pin in detail.pins}:
+        # The pin is no longer on the page (unpinned meanwhile): say why it was refused.
+        for error in failed[1].non_field_errors():
+            messages.error(request, error)
+    edits = []
+    for pin in detail.pins:
+        if failed and failed[0] == pin.pk:
+            edits.append((pin, failed[1]))
+        else:
+            initial = {"label": pin.label, "content": pin.content, "priority": pin.priority}
+            edits.append((pin, PinForm(initial=initial, prefix=f"pin{pin.pk}")))
+    cap = settings.SESSIONHUB["MAX_ACTIVE_PINS"]
+    return _page(
+        request,
+        "dashboard/agent_detail.html",
+        {
+            "d": detail,
+            "edits": edits,
+            "new_form": new_form or PinForm(prefix="new"),
+            "cap": cap,
+            "room": max(0, cap - len(detail.pins)),
+        },
+        status=status,
+    )
+
+
+def _audit(request: MemberRequest, obj: Any, flag: int, message: str) -> None:
+    # Pin edits from the dashboard land in the same audit log as admin changes.
+    LogEntry.objects.log_actions(
+        user_id=request.user.pk,
+        queryset=[obj],
+        action_flag=flag,
+        change_message=message,
+        single_object=True,
+    )
+
+
+@member_view
+def agent_detail(request: MemberRequest, agent_id: str) -> HttpResponse:
+    """An agent's pins (add one with POST) and recent sessions."""
+    agent = selectors.agent_visible(request.teams, agent_id)
+    if agent is None:
+        raise Http404("No such agent")
+    if request.method != "POST":
+        return _agent_page(request, agent)
+    form = PinForm(request.POST, prefix="new")
+    if form.is_valid():
+        try:
+            pin = pin_services.pin_create(agent=agent, **form.cleaned_data)
+        except ApiError as exc:
+            form.add_error(None, exc.message)
+        else:
+            _audit(request, pin, ADDITION, "Pinned from the dashboard")
+            messages.success(request, f"Pinned “{pin.label}”.")
+            return redirect("dashboard:agent", agent_id=agent.pk)
+    return _agent_page(request, agent, new_form=form, status=400)
+
+
+@require_POST
+@member_view
+def pin_edit(request: MemberRequest, pin_id: int) -> HttpResponse:
+    """Change a pin's label, content or priority."""
+    pin = selectors.pin_visible(request.teams, pin_id)
+    if pin is None:
+        raise Http404("No such pin")
+    form = PinForm(request.POST, prefix=f"pin{pin.pk}")
+    if form.is_valid():
+        try:
+            pin_services.pin_update(pin=pin, **form.cleaned_data)
+        except ApiError as exc:
+            form.add_error(None, exc.message)
+        else:
+            _audit(request, pin, CHANGE, "Changed from the dashboard")
+            messages.success(request, f"Saved “{pin.label}”.")
+            return redirect("dashboard:agent", agent_id=pin.agent_id)
+    return _agent_page(request, pin.agent, failed=(pin.pk, form), status=400)
+
+
+@require_POST
+@member_view
+def pin_unpin(request: MemberRequest, pin_id: int) -> HttpResponse:
+    """Unpin (the pin is kept for provenance)."""
+    pin = selectors.pin_visible(request.teams, pin_id)
+    if pin is None:
+        raise Http404("No such pin")
+    pin_services.pin_unpin(pin=pin)
+    _audit(request, pin, CHANGE, "Unpinned from the dashboard")
+    messages.success(request, f"Unpinned “{pin.label}”.")
+    return redirect("dashboard:agent", agent_id=pin.agent_id)
+
+
+@require_POST
+@member_view
+def team_switch(request: MemberRequest) -> HttpResponse:
+    """Choose which of the user's teams the overview and lists show."""
+    form = TeamSwitchForm(request.POST)
+    if form.is_valid():
+        team = selectors.team_pick(request.teams, form.cleaned_data["team"])
+        if team is None or team.slug != form.cleaned_data["team"]:
+            raise Http404("No such team")
+        request.session[TEAM_SESSION_KEY] = team.slug
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        target = ""
+    return redirect(target or "dashboard:overview")
+
+
+# --- the live poller's JSON ------------------------------------------------------------------
+
+
+@require_GET
+@live_view
+def live_sessions(request: MemberRequest) -> JsonResponse:
+    """States of the listed sessions (only the user's teams'), and how many are new."""
+    ids = [v for v in request.GET.get("ids", "").split(",") if v]
+    sessions = selectors.live_sessions(request.teams, ids)
+    body: dict[str, Any] = {
+        "sessions": [selectors.session_state(s) for s in sessions],
+        "server_time": timezone.now().isoformat(),
+    }
+    since = parse_datetime(request.GET.get("since", "") or "")
+    team = selectors.team_pick(request.teams, request.session.get(TEAM_SESSION_KEY))
+    if since is not None and team is not None:
+        body["new_sessions"] = selectors.sessions_started_since(team, since)
+    return JsonResponse(body)
+
+
+@require_GET
+@live_view
+def live_session(request: MemberRequest, session_id: str) -> JsonResponse:
+    """One session's state and the timeline rows stored after ``after`` (an event id)."""
+    session = selectors.session_visible(request.teams, session_id)
+    if session is None:
+        return JsonResponse(error_body("No such session", "not_found"), status=404)
+    try:
+        after = int(request.GET.get("after", 0))
+    except ValueError:
+        after = 0
+    events = selectors.events_after(session, after)
+    html = ""
+    if events:
+        html = render_to_string(
+            "dashboard/_timeline_items.html",
+            {"items": selectors.timeline(events)},
+            request=request,
+        )
+    return JsonResponse(
+        {
+            "session": selectors.session_state(session),
+            "events_html": html,
+            "last_event_id": max((e.id for e in events), default=after),
+        }
+    )
