@@ -29,6 +29,33 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), _PERIODS[period.strip()[0]]
 
 
+_redis_client: Any = None
+
+
+def _count(key: str, ttl: int) -> int:
+    """Add one to a window's counter and return it: one round trip to Redis."""
+    global _redis_client
+    if settings.REDIS_URL:
+        if _redis_client is None:
+            import redis
+
+            _redis_client = redis.Redis.from_url(
+                settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL,
+                socket_connect_timeout=1,
+                socket_timeout=1,
+            )
+        key = f"{settings.CACHES['default'].get('KEY_PREFIX', '')}:{key}"
+        pipe = _redis_client.pipeline(transaction=False)
+        pipe.incr(key)
+        pipe.expire(key, ttl, nx=True)
+        return int(pipe.execute()[0])
+    try:
+        return cache.incr(key)
+    except ValueError:
+        cache.add(key, 0, timeout=ttl)
+        return cache.incr(key)
+
+
 class TokenRateThrottle(BaseThrottle):
     """``API_RATE_LIMIT`` requests per token and window; DRF adds ``Retry-After``."""
 
@@ -46,11 +73,7 @@ class TokenRateThrottle(BaseThrottle):
         window = int(now // self.period)
         key = f"throttle:{self.scope}:{ident}:{window}"
         try:
-            try:
-                count = cache.incr(key)  # one round trip once the window's key exists
-            except ValueError:
-                cache.add(key, 0, timeout=self.period + 1)
-                count = cache.incr(key)
+            count = _count(key, self.period + 1)
         except Exception:  # noqa: BLE001 - a cache outage must not turn into a 500
             logger.warning("rate-limit cache unavailable; allowing the request")
             return True
