@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC
 from typing import Any
 
 import django_filters
@@ -200,6 +201,19 @@ class EventCursorPagination(CursorPagination):
     max_page_size = 1000
 
 
+class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
+    """An ISO 8601 time in any offset, compared as the same instant in UTC.
+
+    ISO allows offsets up to ±23:59, PostgreSQL only to ±15:59: converting first keeps
+    every legal value a valid filter.
+    """
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        if value is not None and value.tzinfo is not None:
+            value = value.astimezone(UTC)
+        return super().filter(qs, value)
+
+
 class SessionFilter(django_filters.FilterSet):
     agent = django_filters.UUIDFilter(field_name="agent_id")
     agent_external_id = django_filters.CharFilter(field_name="agent__external_id")
@@ -210,10 +224,10 @@ class SessionFilter(django_filters.FilterSet):
     session_key = django_filters.CharFilter()
     project = django_filters.CharFilter()
     external_id = django_filters.CharFilter()
-    started_after = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="gte")
-    started_before = django_filters.IsoDateTimeFilter(field_name="started_at", lookup_expr="lt")
-    ended_after = django_filters.IsoDateTimeFilter(field_name="ended_at", lookup_expr="gte")
-    ended_before = django_filters.IsoDateTimeFilter(field_name="ended_at", lookup_expr="lt")
+    started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
+    started_before = UtcDateTimeFilter(field_name="started_at", lookup_expr="lt")
+    ended_after = UtcDateTimeFilter(field_name="ended_at", lookup_expr="gte")
+    ended_before = UtcDateTimeFilter(field_name="ended_at", lookup_expr="lt")
 
     class Meta:
         model = Session

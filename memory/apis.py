@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.models import Agent, Source
 from sessionhub.exceptions import NotFound
+from sessionhub.fields import StrictCharField
 
 from . import pins as pin_services
 from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
@@ -64,8 +65,8 @@ class PinSerializer(serializers.ModelSerializer):
 
 
 class PinInputSerializer(serializers.Serializer):
-    label = serializers.CharField(max_length=pin_services.LABEL_MAX)
-    content = serializers.CharField(
+    label = StrictCharField(max_length=pin_services.LABEL_MAX)
+    content = StrictCharField(
         max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False, default=""
     )
     priority = serializers.ChoiceField(Pin.Priority.choices, required=False, default="normal")
@@ -73,10 +74,8 @@ class PinInputSerializer(serializers.Serializer):
 
 
 class PinPatchSerializer(serializers.Serializer):
-    label = serializers.CharField(max_length=pin_services.LABEL_MAX, required=False)
-    content = serializers.CharField(
-        max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False
-    )
+    label = StrictCharField(max_length=pin_services.LABEL_MAX, required=False)
+    content = StrictCharField(max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False)
     priority = serializers.ChoiceField(Pin.Priority.choices, required=False)
 
 
@@ -270,13 +269,13 @@ class ContinuityRequestSerializer(serializers.Serializer):
     source = serializers.ChoiceField(
         [Source.CLAUDE_CODE, Source.OPENCLAW, Source.GENERIC], default=Source.GENERIC
     )
-    session_id = serializers.CharField(max_length=200, help_text="The gateway's session id")
-    agent_id = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    session_key = serializers.CharField(max_length=300, required=False, allow_blank=True)
+    session_id = StrictCharField(max_length=200, help_text="The gateway's session id")
+    agent_id = StrictCharField(max_length=200, required=False, allow_blank=True)
+    session_key = StrictCharField(max_length=300, required=False, allow_blank=True)
     keywords = serializers.ListField(
-        child=serializers.CharField(max_length=100), required=False, max_length=200
+        child=StrictCharField(max_length=100), required=False, max_length=200
     )
-    prompt = serializers.CharField(required=False, allow_blank=True, max_length=100_000)
+    prompt = StrictCharField(required=False, allow_blank=True, max_length=100_000)
 
 
 class ContinuityAnswerSerializer(serializers.Serializer):

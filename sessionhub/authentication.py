@@ -36,7 +36,9 @@ def _prefix_of(raw: str) -> str | None:
         return None
     rest = raw[len(TOKEN_PREFIX) :]
     prefix, sep, secret = rest.partition("_")
-    if not sep or not secret or len(prefix) != 8:
+    # The prefix goes into a query: only what ApiToken.generate makes (8 hex digits), so
+    # a NUL or other junk is a 401, never a database error.
+    if not sep or not secret or len(prefix) != 8 or not prefix.isascii() or not prefix.isalnum():
         return None
     return prefix
 

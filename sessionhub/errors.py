@@ -12,8 +12,9 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, RequestDataTooBig
-from django.db import DatabaseError, InterfaceError, OperationalError
-from django.http import Http404, JsonResponse
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.defaults import page_not_found
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -59,6 +60,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             status=status.HTTP_503_SERVICE_UNAVAILABLE,
             headers={"Retry-After": _retry_after()},
         )
+    if isinstance(exc, DataError):
+        # SQLSTATE class 22: a value the client sent that the database cannot hold or
+        # compare (a NUL in a filter, a time-zone offset past ±15:59). Retrying the same
+        # request would fail the same way, so it is the client's 400, not a 503.
+        logger.info("value refused by the database: %s", exc.__class__.__name__)
+        return Response(
+            error_body("A value in the request is out of range", "invalid_value"),
+            status=status.HTTP_400_BAD_REQUEST,
+        )
     if isinstance(exc, DatabaseError):
         logger.exception("database error")
         return Response(
@@ -97,3 +107,65 @@ def json_error(message: str, code: str, status_code: int, **headers: str) -> Jso
     for name, value in headers.items():
         response[name.replace("_", "-")] = value
     return response
+
+
+def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler404``: a URL no route matches answers in the one error shape under /api/
+    (a gateway must never have to parse an HTML page), and as Django's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return json_error("No such resource", "not_found", status.HTTP_404_NOT_FOUND)
+    return page_not_found(request, exception or Http404())
+
+
+# Statuses any API operation can answer, on top of what each view documents itself.
+_ERROR_STATUSES = {
+    "400": "Malformed or invalid input",
+    "401": "Missing, malformed, unknown or revoked token",
+    "403": "The token lacks the scope this operation needs",
+    "404": "No such object in the token's team",
+    "413": "Body or batch past the limit",
+    "415": "Body is not application/json",
+    "429": "Too many requests for this token; see Retry-After",
+    "503": "The database is unavailable; see Retry-After",
+}
+
+
+def document_error_responses(
+    result: dict[str, Any], generator: Any, request: Any, public: bool
+) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: every operation documents the error statuses
+    it can answer (all in the one error shape), so clients and contract tests see them."""
+    components = result.setdefault("components", {}).setdefault("schemas", {})
+    components.setdefault(
+        "ApiError",
+        {
+            "type": "object",
+            "properties": {
+                "message": {"type": "string"},
+                "code": {"type": "string"},
+                "extra": {"type": "object", "additionalProperties": {}},
+            },
+            "required": ["message", "code", "extra"],
+        },
+    )
+    body = {"application/json": {"schema": {"$ref": "#/components/schemas/ApiError"}}}
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict) or "responses" not in operation:
+                continue
+            wanted = {"503"}
+            if operation.get("security"):
+                wanted |= {"401", "403", "429"}
+            parameters = operation.get("parameters", [])
+            # A path names an object; a stale or forged pagination cursor is a 404 too.
+            if any(p.get("in") == "path" or p.get("name") == "cursor" for p in parameters):
+                wanted.add("404")
+            if any(p.get("in") == "query" for p in parameters) or "requestBody" in operation:
+                wanted.add("400")
+            if method in ("post", "put", "patch"):
+                wanted |= {"400", "413", "415"}
+            for code in sorted(wanted):
+                operation["responses"].setdefault(
+                    code, {"description": _ERROR_STATUSES[code], "content": body}
+                )
+    return result

@@ -143,6 +143,9 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": 1,
     "socket_timeout": 2,
     "visibility_timeout": 600,
+    # One connection attempt per publish: kombu would otherwise retry for seconds on the
+    # request path while Redis is away.
+    "max_retries": 0,
 }
 
 # Periodic work is declared here and only here.
@@ -244,6 +247,11 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SERVE_AUTHENTICATION": [],
+    # Every operation documents the error statuses it can answer, in the one error shape.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "sessionhub.errors.document_error_responses",
+    ],
     "ENUM_NAME_OVERRIDES": {
         "SessionStatusEnum": "lifecycle.models.SessionStatus",
         "EventKindEnum": "lifecycle.models.EventKind",

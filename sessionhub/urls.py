@@ -12,6 +12,9 @@ api_v1 = [
     path("", include("memory.urls")),
 ]
 
+# Under /api/ an unrouted path answers in the API's error shape, not as an HTML page.
+handler404 = "sessionhub.errors.not_found"
+
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("api/v1/", include((api_v1, "api"), namespace="api")),

@@ -1,9 +1,60 @@
 """WSGI entry point (gunicorn sessionhub.wsgi)."""
 
+from __future__ import annotations
+
+import io
+import json
 import os
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessionhub.settings")
 
-application = get_wsgi_application()
+
+def buffer_chunked_bodies(
+    app: Callable[..., Iterable[bytes]], limit: int, too_large: bytes
+) -> Callable[..., Any]:
+    """Give Django a length for a chunked request body.
+
+    Django reads no body without ``Content-Length``, so a client that streams its JSON
+    (``Transfer-Encoding: chunked``) would otherwise be answered as if it had sent
+    nothing. The server has already decoded the chunks; read them here up to the body
+    limit, answer 413 past it, and hand Django the bytes with their length.
+    """
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        chunked = "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if chunked and not environ.get("CONTENT_LENGTH"):
+            body = environ["wsgi.input"].read(limit + 1)
+            if len(body) > limit:
+                start_response(
+                    "413 Request Entity Too Large",
+                    [
+                        ("Content-Type", "application/json"),
+                        ("Content-Length", str(len(too_large))),
+                    ],
+                )
+                return [too_large]
+            environ["wsgi.input"] = io.BytesIO(body)
+            environ["CONTENT_LENGTH"] = str(len(body))
+        return app(environ, start_response)
+
+    return application
+
+
+def _build() -> Callable[..., Any]:
+    django_app = get_wsgi_application()
+    from django.conf import settings
+
+    from sessionhub.errors import error_body
+
+    limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
+    too_large = json.dumps(
+        error_body(f"Request body is larger than {limit} bytes", "payload_too_large")
+    ).encode()
+    return buffer_chunked_bodies(django_app, limit, too_large)
+
+
+application = _build()
