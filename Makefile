@@ -55,6 +55,14 @@ worker: install ## A Celery worker (needs REDIS_URL)
 beat: install ## Celery beat: crash sweep, outbox sweep, retention (needs REDIS_URL)
 	$(BIN)/celery -A sessionhub beat --loglevel=INFO
 
+.PHONY: bench
+bench: install ## The benchmark: SessionHub as in production vs the raw database and the peer
+	$(BIN)/python bench/run.py $(BENCH_ARGS)
+
+.PHONY: soak
+soak: install ## 10 minutes at 300 events/s: nothing lost, memory flat
+	$(BIN)/python bench/soak.py --minutes 10 --rate 300 --batch 5
+
 .PHONY: bench-dashboard
 bench-dashboard: install ## Time the dashboard's session list with 100,000 sessions
 	$(BIN)/python bench/dashboard_list.py

@@ -1,0 +1,940 @@
+#!/usr/bin/env python3
+"""SessionHub's benchmark: run it as in production, load it over HTTP, print one table.
+
+    .venv/bin/python bench/run.py            # the full run, about 4 minutes
+    .venv/bin/python bench/run.py --quick    # everything shorter, for a smoke test
+
+It starts SessionHub the way docker-compose.yml does (migrations on a dedicated PostgreSQL
+database, gunicorn, a Celery worker and Celery beat on Redis, DEBUG off), drives load from
+other processes (wrk, and Python load generators for a fixed rate and for probes), measures
+the raw database limit and the claude-mem peer in the same run, and prints a table with
+the machine, the versions and each target met or not. Every process it starts is stopped
+at the end, whatever happens. bench/README.md says what each figure means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import multiprocessing
+import os
+import runpy
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import common
+import psycopg
+from common import REPO, log
+
+PG = "postgres://postgres@127.0.0.1:5432"
+DB_NAME = "sessionhub_bench"
+REDIS_URL = "redis://127.0.0.1:6379/13"
+HOOK_PATH = "/api/v1/hooks/claude-code"
+
+
+def _production_gunicorn() -> tuple[int, int]:
+    """Workers and threads as the repository's gunicorn.conf.py sets them on this machine
+    (the production setting); 3 and 4 when there is no such file."""
+    conf = REPO / "gunicorn.conf.py"
+    if not conf.exists():
+        return 3, 4
+    values = runpy.run_path(str(conf))
+    return int(values.get("workers", 3)), int(values.get("threads", 1))
+
+
+WORKERS, THREADS = _production_gunicorn()
+
+TARGETS = {
+    "batch_eps": 10_000,
+    "batch_vs_raw": 0.33,
+    "single_vs_peer": 1.0,
+    "single_p99_ms": 15.0,
+    "continuity_p99_ms": 25.0,
+    "summary_p95_s": 2.0,
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How long each part runs."""
+
+    warmup: float
+    rounds: int
+    round_seconds: float
+    rate: float
+    fixed_seconds: float
+    probe_every: float
+    batch_seconds: float
+    raw_seconds: float
+    continuity_requests: int
+    big: int
+    drain_timeout: float
+
+
+FULL = Plan(
+    warmup=5,
+    rounds=3,
+    round_seconds=10,
+    rate=300,
+    fixed_seconds=60,
+    probe_every=1.0,
+    batch_seconds=15,
+    raw_seconds=10,
+    continuity_requests=500,
+    big=100_000,
+    drain_timeout=120,
+)
+QUICK = Plan(
+    warmup=2,
+    rounds=1,
+    round_seconds=3,
+    rate=300,
+    fixed_seconds=8,
+    probe_every=0.5,
+    batch_seconds=3,
+    raw_seconds=3,
+    continuity_requests=60,
+    big=100_000,
+    drain_timeout=20,
+)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="everything shorter (smoke test)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=WORKERS,
+        help=f"gunicorn workers (default {WORKERS}: gunicorn.conf.py's value on this machine)",
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=THREADS,
+        help=f"threads per gunicorn worker, more than 1 means gthread (default {THREADS}: "
+        "gunicorn.conf.py's value)",
+    )
+    parser.add_argument(
+        "--celery-concurrency", type=int, default=1, help="Celery worker processes (default 1)"
+    )
+    parser.add_argument("--rounds", type=int, help="saturation rounds (default 3, --quick 1)")
+    parser.add_argument(
+        "--round-seconds", type=float, help="seconds per saturation round (default 10)"
+    )
+    parser.add_argument("--no-peer", action="store_true", help="skip the claude-mem peer")
+    parser.add_argument(
+        "--all-in-lookback",
+        action="store_true",
+        help="seed every completed session inside the 7-day lookback (worst case) instead of "
+        "spreading them over 30 days",
+    )
+    parser.add_argument(
+        "--only",
+        default="",
+        help="comma list of parts to run: single,fixed,batch,raw,continuity (default: all)",
+    )
+    parser.add_argument("--json", type=Path, help="also write the results as JSON here")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        metavar="DIR",
+        help="at the end, profile the gunicorn workers (and the Celery worker) with py-spy "
+        "under single-event, batch and continuity load; stacks and summaries go to DIR",
+    )
+    parser.add_argument("--keep-logs", action="store_true", help="keep the server logs")
+    return parser.parse_args()
+
+
+def _stop_on_signal(signum: int, _frame: Any) -> None:
+    raise SystemExit(f"stopped by signal {signum}")
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        plan = QUICK if args.quick else FULL
+        if args.rounds:
+            plan = replace(plan, rounds=args.rounds)
+        if args.round_seconds:
+            plan = replace(plan, round_seconds=args.round_seconds)
+        self.plan = plan
+        self.only = {x.strip() for x in args.only.split(",") if x.strip()}
+        self.workdir = Path(tempfile.mkdtemp(prefix="sessionhub-bench-"))
+        self.procs = common.Processes(self.workdir)
+        self.dsn = f"{PG}/{DB_NAME}"
+        self.port = common.free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = self._server_env()
+        self.token = ""
+        self.team_id = 0
+        self.results: dict[str, Any] = {"notes": []}
+        self.peer_dir = Path(tempfile.gettempdir()) / "sessionhub-bench-claude-mem"
+        self.peer_base = ""
+        self.peer_group: common.Group | None = None
+        self.web: common.Group | None = None
+        self.worker: common.Group | None = None
+        self.continuity_agent = ""
+        self.mp = multiprocessing.get_context("spawn")
+        self.worker_class = "gthread" if args.threads > 1 else "sync"
+
+    def wants(self, part: str) -> bool:
+        return not self.only or part in self.only
+
+    def note(self, text: str) -> None:
+        log(text)
+        self.results["notes"].append(text)
+
+    # --- starting SessionHub ---------------------------------------------------------------
+
+    def _server_env(self) -> dict[str, str]:
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not k.startswith(("DJANGO_", "SESSIONHUB_", "CELERY_")) and k != "DATABASE_URL"
+        }
+        env.update(
+            DJANGO_SETTINGS_MODULE="sessionhub.settings",
+            DATABASE_URL=f"{PG}/{DB_NAME}",
+            REDIS_URL=REDIS_URL,
+            DEBUG="0",
+            SECRET_KEY=secrets.token_urlsafe(50),
+            ALLOWED_HOSTS="127.0.0.1",
+            SECURE_SSL_REDIRECT="0",
+            API_RATE_LIMIT="100000000/min",
+            # Extractive summaries: no LLM endpoint from a developer's .env leaks in.
+            SESSIONHUB_LLM_URL="",
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def bin(self, name: str) -> str:
+        return str(Path(sys.executable).parent / name)
+
+    def setup(self) -> None:
+        if not common.ensure_wrk():
+            raise SystemExit("wrk is needed: apt-get install -y wrk")
+        common.ensure_services()
+        self.results["versions"] = common.versions(f"{PG}/postgres", REDIS_URL)
+        log(f"database {DB_NAME}: recreated empty; Redis db 13 flushed; logs in {self.workdir}")
+        common.recreate_database(f"{PG}/postgres", DB_NAME)
+        import redis
+
+        redis.Redis.from_url(REDIS_URL).flushdb()
+        self.manage("migrate", "--noinput", "-v", "0")
+        self.token = self.manage(
+            "create_api_token", "bench", "--scopes", "ingest,read", "--quiet"
+        ).strip()
+        with psycopg.connect(self.dsn) as conn:
+            self.team_id = conn.execute(
+                "SELECT id FROM sessionhub_team WHERE slug = 'bench'"
+            ).fetchone()[0]
+
+        gunicorn = [
+            self.bin("gunicorn"),
+            "sessionhub.wsgi",
+            "--bind",
+            f"127.0.0.1:{self.port}",
+            "--workers",
+            str(self.args.workers),
+            "--threads",
+            str(self.args.threads),
+            "--worker-class",
+            self.worker_class,
+            "--graceful-timeout",
+            "5",
+        ]
+        web = self.web = self.procs.start("gunicorn", gunicorn, env=self.env)
+        self.worker = self.procs.start(
+            "celery-worker",
+            [
+                self.bin("celery"),
+                "-A",
+                "sessionhub",
+                "worker",
+                "--loglevel=INFO",
+                f"--concurrency={self.args.celery_concurrency}",
+                "--without-gossip",
+                "--without-mingle",
+                "-n",
+                f"bench-{os.getpid()}@%h",
+            ],
+            env=self.env,
+        )
+        self.procs.start(
+            "celery-beat",
+            [
+                self.bin("celery"),
+                "-A",
+                "sessionhub",
+                "beat",
+                "--loglevel=INFO",
+                f"--schedule={self.workdir / 'celerybeat-schedule'}",
+            ],
+            env=self.env,
+        )
+        common.wait_http(f"{self.base}/healthz", timeout=60, group=web)
+        log(
+            f"SessionHub up at {self.base}: gunicorn {self.args.workers} {self.worker_class} "
+            f"workers, Celery worker -c {self.args.celery_concurrency}, beat"
+        )
+
+    def manage(self, *args: str) -> str:
+        """``manage.py`` with the server's environment; its output, or an error with it."""
+        result = subprocess.run(
+            [sys.executable, "manage.py", *args],
+            env=self.env,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+        )
+        if result.returncode != 0:
+            raise RuntimeError(
+                f"manage.py {' '.join(args)} failed:\n{(result.stdout + result.stderr)[-3000:]}"
+            )
+        return result.stdout
+
+    def start_peer(self) -> None:
+        shared = common.shared_dir()
+        if shared is None:
+            self.note("peer skipped: no shared/bench-peers folder beside the checkout")
+            return
+        reason = common.ensure_node()
+        if reason:
+            self.note(f"peer skipped: {reason}")
+            return
+        port = common.free_port()
+        self.peer_dir.mkdir(parents=True, exist_ok=True)
+        # Its install is kept between runs; its data is not: it starts empty like ours.
+        shutil.rmtree(self.peer_dir / "home", ignore_errors=True)
+        # Its worker stays in the group of this script call, which is stopped at the end.
+        group = self.procs.start(
+            "claude-mem",
+            [
+                "bash",
+                str(shared / "bench-peers" / "claude-mem-up.sh"),
+                str(self.peer_dir),
+                str(port),
+            ],
+            env={**os.environ},
+        )
+        try:
+            group.proc.wait(timeout=600)
+        except subprocess.TimeoutExpired:
+            self.note("peer skipped: claude-mem-up.sh took over 10 minutes")
+            return
+        try:
+            common.wait_http(f"http://127.0.0.1:{port}/api/health", timeout=30)
+        except RuntimeError:
+            self.note(
+                "peer skipped: the claude-mem worker did not start "
+                f"(see {self.peer_dir}/worker.log and {group.log_path}):\n{group.tail(5)}"
+            )
+            return
+        self.peer_base = f"http://127.0.0.1:{port}"
+        self.peer_group = group
+        log(f"peer: claude-mem worker at {self.peer_base}")
+
+    def stop_peer(self) -> None:
+        pid_file = self.peer_dir / "worker.pid"
+        if self.peer_base and pid_file.exists():
+            with contextlib.suppress(ValueError, ProcessLookupError):
+                os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+        if self.peer_group is not None:
+            self.peer_group.stop()
+
+    # --- helpers ---------------------------------------------------------------------------
+
+    def event_count(self) -> int:
+        with psycopg.connect(self.dsn) as conn:
+            return conn.execute("SELECT count(*) FROM lifecycle_lifecycleevent").fetchone()[0]
+
+    def drain(self, what: str) -> None:
+        """Wait for the Celery worker to finish the work the last part queued, so it does
+        not eat into the next part's CPU."""
+        import redis
+
+        broker = redis.Redis.from_url(REDIS_URL)
+        started = time.monotonic()
+        dirty = queued = 0
+        while time.monotonic() - started < self.plan.drain_timeout:
+            queued = broker.llen("celery")
+            with psycopg.connect(self.dsn) as conn:
+                dirty = conn.execute(
+                    "SELECT count(*) FROM lifecycle_session WHERE memory_dirty_at IS NOT NULL"
+                ).fetchone()[0]
+            if not queued and not dirty:
+                log(f"worker idle {time.monotonic() - started:.1f} s after {what}")
+                return
+            time.sleep(0.5)
+        self.note(
+            f"after {what} the worker still had {queued} queued tasks and {dirty} sessions "
+            f"to process after {self.plan.drain_timeout:.0f} s; went on"
+        )
+
+    def wrk_hooks(self, seconds: float, *, batch: int = 1) -> common.WrkResult:
+        return common.run_wrk(
+            self.base + HOOK_PATH,
+            seconds=seconds,
+            env={"SHAPE": "sessionhub", "TOKEN": self.token, "BATCH": str(batch)},
+        )
+
+    def wrk_peer(self, seconds: float) -> common.WrkResult:
+        return common.run_wrk(
+            self.peer_base + "/api/sessions/observations",
+            seconds=seconds,
+            env={"SHAPE": "claude-mem"},
+        )
+
+    def child(self, target: Any, *args: Any, timeout: float) -> dict[str, Any]:
+        """Run a load generator in its own interpreter and return what it reports."""
+        queue = self.mp.Queue()
+        proc = self.mp.Process(target=target, args=(*args, queue), daemon=True)
+        proc.start()
+        try:
+            return queue.get(timeout=timeout)
+        finally:
+            proc.join(timeout=10)
+            if proc.is_alive():
+                proc.kill()
+
+    # --- the parts -------------------------------------------------------------------------
+
+    def warmup(self) -> None:
+        result = self.wrk_hooks(self.plan.warmup)
+        log(f"warm-up: {result.requests} requests, {result.bad} errors")
+        if result.requests and result.bad == result.requests:
+            raise SystemExit(f"every warm-up request failed; see {self.workdir}")
+        self.drain("the warm-up")
+
+    def single(self) -> None:
+        """Saturation, side by side with the peer: alternating rounds, medians."""
+        ours: list[common.WrkResult] = []
+        theirs: list[common.WrkResult] = []
+        for round_no in range(1, self.plan.rounds + 1):
+            before = self.event_count()
+            result = self.wrk_hooks(self.plan.round_seconds)
+            stored = self.event_count() - before
+            ours.append(result)
+            log(
+                f"round {round_no} SessionHub: {result.rps:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
+                f"p99 {result.p99_ms:.1f} ms, errors {result.errors or 0}, {stored} events stored"
+            )
+            if stored < result.requests - result.bad:
+                self.note(
+                    f"round {round_no}: {stored} events stored for {result.requests} requests"
+                )
+            self.drain(f"round {round_no}")
+            if self.peer_base:
+                peer = self.wrk_peer(self.plan.round_seconds)
+                theirs.append(peer)
+                log(
+                    f"round {round_no} claude-mem: {peer.rps:.0f} req/s, p50 {peer.p50_ms:.1f} ms, "
+                    f"p99 {peer.p99_ms:.1f} ms, errors {peer.errors or 0}"
+                )
+        self.results["single"] = {
+            "rps": common.median([r.rps for r in ours]),
+            "rounds": [r.rps for r in ours],
+            "p50_ms": common.median([r.p50_ms for r in ours]),
+            "p99_ms": common.median([r.p99_ms for r in ours]),
+            "errors": sum(r.bad for r in ours),
+        }
+        if theirs:
+            self.results["peer"] = {
+                "rps": common.median([r.rps for r in theirs]),
+                "rounds": [r.rps for r in theirs],
+                "p50_ms": common.median([r.p50_ms for r in theirs]),
+                "p99_ms": common.median([r.p99_ms for r in theirs]),
+                "errors": sum(r.bad for r in theirs),
+            }
+
+    def fixed_rate(self) -> None:
+        """300 requests/s open loop, and the summary probe alongside it."""
+        plan = self.plan
+        nonce = secrets.token_hex(4)
+        queue = self.mp.Queue()
+        load = self.mp.Process(
+            target=common.open_loop_process,
+            args=(self.base, HOOK_PATH, self.token, plan.rate, plan.fixed_seconds, nonce, queue),
+            daemon=True,
+        )
+        probe_queue = self.mp.Queue()
+        probe = self.mp.Process(
+            target=common.summary_probe_process,
+            args=(
+                self.base,
+                self.token,
+                self.dsn,
+                plan.fixed_seconds,
+                plan.probe_every,
+                secrets.token_hex(4),
+                probe_queue,
+            ),
+            daemon=True,
+        )
+        load.start()
+        probe.start()
+        try:
+            result = queue.get(timeout=plan.fixed_seconds + 120)
+            probed = probe_queue.get(timeout=120)
+        finally:
+            for proc in (load, probe):
+                proc.join(timeout=10)
+                if proc.is_alive():
+                    proc.kill()
+        latencies = result["latencies_ms"]
+        self.results["fixed"] = {
+            "rate": plan.rate,
+            "sent": result["sent"],
+            "achieved_rps": len(latencies) / result["seconds"] if result["seconds"] else 0,
+            "p50_ms": common.percentile(latencies, 50),
+            "p90_ms": common.percentile(latencies, 90),
+            "p99_ms": common.percentile(latencies, 99),
+            "max_ms": max(latencies) if latencies else math.nan,
+            "failures": result["failures"],
+            "send_lag_p99_ms": result["send_lag_p99_ms"],
+        }
+        log(
+            f"fixed {plan.rate:.0f} req/s: p50 {self.results['fixed']['p50_ms']:.1f} ms, "
+            f"p99 {self.results['fixed']['p99_ms']:.1f} ms, failures {result['failures'] or 0}, "
+            f"generator lag p99 {result['send_lag_p99_ms']:.1f} ms"
+        )
+        if result["send_lag_p99_ms"] > 5:
+            self.note(
+                f"the fixed-rate generator fell behind by up to {result['send_lag_p99_ms']:.0f} ms "
+                "(p99): the machine was short of CPU; its latencies include that wait"
+            )
+        seconds = probed["seconds_to_summary"]
+        self.results["summary"] = {
+            "sessions": probed["sessions"],
+            "measured": len(seconds),
+            "never": probed["never"],
+            "p50_s": common.percentile(seconds, 50),
+            "p95_s": common.percentile(seconds, 95),
+            "max_s": max(seconds) if seconds else math.nan,
+            "errors": probed["errors"],
+        }
+        log(
+            f"summary after session_end: {len(seconds)} sessions, p50 "
+            f"{common.percentile(seconds, 50):.2f} s, p95 {common.percentile(seconds, 95):.2f} s, "
+            f"{probed['never']} not summarized within 30 s of the load's end"
+        )
+        if probed["errors"]:
+            self.note(f"summary probe errors: {probed['errors'][:3]}")
+        self.drain("the fixed-rate load")
+
+    def batch(self) -> None:
+        before = self.event_count()
+        result = self.wrk_hooks(self.plan.batch_seconds, batch=100)
+        stored = self.event_count() - before
+        eps = stored / result.seconds
+        self.results["batch"] = {
+            "eps": eps,
+            "requests_per_s": result.rps,
+            "p50_ms": result.p50_ms,
+            "p99_ms": result.p99_ms,
+            "errors": result.bad,
+            "stored": stored,
+        }
+        log(
+            f"batch: {eps:.0f} events/s ({result.rps:.1f} requests/s of 100, p50 "
+            f"{result.p50_ms:.0f} ms), errors {result.errors or 0}"
+        )
+        self.drain("the batch load")
+
+    def raw(self) -> None:
+        common.raw_table_create(self.dsn)
+        with psycopg.connect(self.dsn) as conn:
+            rows = conn.execute(
+                "SELECT id::text, external_id FROM lifecycle_session WHERE team_id = %s "
+                "AND status = 'active' ORDER BY created_at LIMIT 20",
+                [self.team_id],
+            ).fetchall()
+        pks = [r[0] for r in rows]
+        ext = [r[1] for r in rows]
+        writers = max(1, common.machine()["cores"])
+        queue = self.mp.Queue()
+        procs = [
+            self.mp.Process(
+                target=common.raw_writer_process,
+                args=(self.dsn, self.team_id, pks, ext, self.plan.raw_seconds, 100, w, queue),
+                daemon=True,
+            )
+            for w in range(writers)
+        ]
+        for proc in procs:
+            proc.start()
+        try:
+            parts = [queue.get(timeout=self.plan.raw_seconds + 60) for _ in procs]
+        finally:
+            for proc in procs:
+                proc.join(timeout=10)
+                if proc.is_alive():
+                    proc.kill()
+        eps = sum(p["rows"] for p in parts) / max(p["seconds"] for p in parts)
+        self.results["raw"] = {"eps": eps, "writers": writers}
+        log(f"raw psycopg: {eps:.0f} events/s with {writers} writers")
+        with psycopg.connect(self.dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE {common.RAW_TABLE}")
+
+    def continuity(self) -> None:
+        """Latency with 50, then with ``plan.big`` completed sessions of one agent."""
+        now = datetime.now(UTC)
+        agent_id = self.continuity_agent = str(uuid.uuid4())
+        days = 7 if self.args.all_in_lookback else 30
+        gateway = "bench-token"  # the token's name: part of a Claude Code agent's identity
+        with psycopg.connect(self.dsn) as conn:
+            common.copy_rows(
+                conn,
+                "lifecycle_agent",
+                [
+                    {
+                        "id": agent_id,
+                        "team_id": self.team_id,
+                        "source": "claude-code",
+                        "external_id": f"{gateway}:/home/dev/src/continuity",
+                        "name": f"continuity ({gateway})",
+                        "project": "/home/dev/src/continuity",
+                        "created_at": now,
+                        "last_seen_at": now,
+                    }
+                ],
+            )
+        keywords = common.TOPICS[:6]
+        results: dict[str, Any] = {}
+        seeded = 0
+        for label, total in (("small", 50), ("big", self.plan.big)):
+            started = time.monotonic()
+            names = [
+                f"{label}-{i:06d}-{secrets.token_hex(4)}-4000-8000-continuity"
+                for i in range(self.plan.continuity_requests + 20)
+            ]
+            with psycopg.connect(self.dsn) as conn:
+                common.seed_completed_sessions(
+                    conn,
+                    team_id=self.team_id,
+                    agent_id=agent_id,
+                    count=total - seeded,
+                    start_serial=seeded,
+                    days=days,
+                    now=now,
+                )
+                common.seed_new_sessions(
+                    conn, team_id=self.team_id, agent_id=agent_id, names=names, now=now
+                )
+                conn.commit()
+                conn.autocommit = True
+                conn.execute("ANALYZE")
+                in_window = conn.execute(
+                    "SELECT count(*) FROM lifecycle_session WHERE agent_id = %s "
+                    "AND status = 'ended' AND ended_at >= now() - interval '7 days'",
+                    [agent_id],
+                ).fetchone()[0]
+            seeded = total
+            log(
+                f"continuity: {total} completed sessions seeded ({in_window} in the 7-day "
+                f"lookback) in {time.monotonic() - started:.1f} s"
+            )
+            # Twenty requests to warm the workers' connections and caches, then the count.
+            self.child(
+                common.continuity_process,
+                self.base,
+                self.token,
+                names[:20],
+                keywords,
+                0,
+                timeout=120,
+            )
+            measured = self.child(
+                common.continuity_process,
+                self.base,
+                self.token,
+                names[20:],
+                keywords,
+                0,
+                timeout=600,
+            )
+            latencies = measured["latencies_ms"]
+            results[label] = {
+                "sessions": total,
+                "in_lookback": in_window,
+                "requests": len(latencies),
+                "candidates_scored": common.median(measured["scored"]),
+                "p50_ms": common.percentile(latencies, 50),
+                "p95_ms": common.percentile(latencies, 95),
+                "p99_ms": common.percentile(latencies, 99),
+                "failures": measured["failures"],
+            }
+            log(
+                f"continuity with {total} sessions: p50 {results[label]['p50_ms']:.1f} ms, "
+                f"p95 {results[label]['p95_ms']:.1f} ms, p99 {results[label]['p99_ms']:.1f} ms "
+                f"({results[label]['candidates_scored']:.0f} candidates scored)"
+            )
+            if measured["failures"]:
+                self.note(f"continuity failures: {measured['failures'][:3]}")
+        self.results["continuity"] = results
+        self.results["continuity_spread_days"] = days
+
+    def profile(self) -> None:
+        """py-spy on the gunicorn workers (wall clock: waits on PostgreSQL count) under
+        single-event, batch and continuity load, and on the Celery worker meanwhile."""
+        spy = common.py_spy()
+        if spy is None:
+            self.note("--profile needs py-spy in the venv: pip install py-spy")
+            return
+        out = self.args.profile
+        out.mkdir(parents=True, exist_ok=True)
+        seconds = 6 if self.args.quick else 20
+        loads: list[tuple[str, Any]] = [
+            ("single", lambda: self.wrk_hooks(seconds - 2)),
+            ("batch", lambda: self.wrk_hooks(seconds - 2, batch=100)),
+        ]
+        if self.continuity_agent:
+            loads.append(("continuity", lambda: self._continuity_load(seconds - 2)))
+        for name, load in loads:
+            recorders = []
+            for who, group in (("web", self.web), ("worker", self.worker)):
+                if group is None or not group.alive():
+                    continue
+                raw = out / f"{name}-{who}.raw.txt"
+                cmd = [spy, "record", "--pid", str(group.proc.pid), "--subprocesses", "--idle"]
+                cmd += ["--nonblocking", "--rate", "250", "--format", "raw"]
+                cmd += ["--duration", str(seconds), "-o", str(raw)]
+                log_file = (out / f"{name}-{who}.py-spy.log").open("w")
+                recorders.append(
+                    (who, raw, subprocess.Popen(cmd, stdout=log_file, stderr=subprocess.STDOUT))
+                )
+            time.sleep(1)
+            load()
+            for who, raw, proc in recorders:
+                try:
+                    proc.wait(timeout=seconds + 30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                if not raw.exists():
+                    self.note(f"py-spy wrote no profile for {name}/{who} (see {out})")
+                    continue
+                focus = ["WSGIHandler.__call__"] if who == "web" else ["celery/app/trace.py"]
+                summary = common.profile_summary(raw, focus=focus)
+                (out / f"{name}-{who}.txt").write_text(summary + "\n")
+                log(f"profile {name}/{who}: {out / f'{name}-{who}.txt'}")
+            self.drain(f"the {name} profile")
+        self.results["profile_dir"] = str(out)
+
+    def _continuity_load(self, seconds: float) -> None:
+        now = datetime.now(UTC)
+        names = [f"prof-{i:06d}-{secrets.token_hex(4)}-continuity" for i in range(2000)]
+        with psycopg.connect(self.dsn) as conn:
+            common.seed_new_sessions(
+                conn,
+                team_id=self.team_id,
+                agent_id=self.continuity_agent,
+                names=names,
+                now=now,
+            )
+        self.child(
+            common.continuity_process,
+            self.base,
+            self.token,
+            names,
+            common.TOPICS[:6],
+            seconds,
+            timeout=seconds + 120,
+        )
+
+    # --- the run ---------------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.results["machine"] = common.machine()
+        self.results["load_before"] = os.getloadavg()[0]
+        self.results["started"] = datetime.now(UTC).isoformat(timespec="seconds")
+        self.results["quick"] = self.args.quick
+        self.results["server"] = {
+            "workers": self.args.workers,
+            "worker_class": self.worker_class,
+            "threads": self.args.threads,
+            "celery_concurrency": self.args.celery_concurrency,
+        }
+        signal.signal(signal.SIGTERM, _stop_on_signal)
+        signal.signal(signal.SIGHUP, _stop_on_signal)
+        failed = False
+        try:
+            self.setup()
+            if self.wants("single") and not self.args.no_peer:
+                self.start_peer()
+            self.warmup()
+            for part in ("single", "fixed", "batch", "raw", "continuity"):
+                if self.wants(part):
+                    log(f"--- {part}")
+                    getattr(self, {"fixed": "fixed_rate"}.get(part, part))()
+            if self.args.profile:
+                log("--- profile")
+                self.profile()
+        except (KeyboardInterrupt, SystemExit) as exc:
+            self.note(f"stopped early: {exc or 'interrupted'}")
+            failed = True
+        except Exception as exc:  # noqa: BLE001 - report, stop everything, print the table
+            self.note(f"the run stopped early: {type(exc).__name__}: {exc}")
+            failed = True
+            import traceback
+
+            traceback.print_exc()
+        finally:
+            self.stop_peer()
+            self.procs.stop_all()
+            log("every process the benchmark started is stopped")
+        self.results["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        self.results["load_after"] = os.getloadavg()[0]
+        print(render(self.results))
+        if self.args.json:
+            self.args.json.write_text(json.dumps(self.results, indent=2, default=str) + "\n")
+        if not self.args.keep_logs and not failed:
+            for path in self.workdir.iterdir():
+                path.unlink()
+            self.workdir.rmdir()
+        else:
+            log(f"logs kept in {self.workdir}")
+        return 1 if failed else 0
+
+
+# --- the table -----------------------------------------------------------------------------
+
+
+def _n(value: float, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    return f"{value:,.{digits}f}"
+
+
+def _met(ok: bool | None) -> str:
+    return "—" if ok is None else ("met" if ok else "NOT MET")
+
+
+def render(r: dict[str, Any]) -> str:
+    m = r.get("machine", {})
+    v = r.get("versions", {})
+    s = r.get("server", {})
+    gunicorn = f"{s.get('workers')} {s.get('worker_class')} workers"
+    if s.get("worker_class") == "gthread":
+        gunicorn += f" x {s.get('threads')} threads"
+    lines = [
+        "",
+        f"SessionHub benchmark, {r.get('started', '?')}{' (--quick)' if r.get('quick') else ''}",
+        f"machine: {m.get('cores')} cores, {m.get('memory_gib')} GiB, {m.get('cpu')}, "
+        f"Linux {m.get('kernel')}",
+        f"versions: Python {v.get('python', '?')}, Django {v.get('django', '?')}, DRF "
+        f"{v.get('djangorestframework', '?')}, PostgreSQL {v.get('postgresql', '?')}, Redis "
+        f"{v.get('redis', '?')}, gunicorn {v.get('gunicorn', '?')}, Celery {v.get('celery', '?')}, "
+        f"psycopg {v.get('psycopg', '?')}, wrk {v.get('wrk', '?')}; commit {v.get('commit', '?')}",
+        f"server: gunicorn {gunicorn}, Celery worker -c {s.get('celery_concurrency')} and beat, "
+        "PostgreSQL and Redis on the same machine",
+        f"load average (1 min) of the machine before the run {r.get('load_before', 0):.2f}, "
+        f"after {r.get('load_after', 0):.2f} (other work on the machine skews the figures)",
+        "",
+        "| figure | SessionHub | reference | target | |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+
+    def row(figure: str, value: str, ref: str, target: str, ok: bool | None) -> None:
+        lines.append(f"| {figure} | {value} | {ref} | {target} | {_met(ok)} |")
+
+    single, peer = r.get("single"), r.get("peer")
+    if single:
+        ratio = single["rps"] / peer["rps"] if peer and peer["rps"] else None
+        row(
+            "single-event ingest at saturation (wrk -t2 -c8, req/s, median of rounds)",
+            _n(single["rps"]),
+            f"claude-mem {_n(peer['rps'])}; ratio {ratio:.2f}" if ratio else "peer not run",
+            "ratio ≥ 1.0",
+            None if ratio is None else ratio >= TARGETS["single_vs_peer"],
+        )
+    fixed = r.get("fixed")
+    if fixed:
+        row(
+            f"single-event latency at {fixed['rate']:.0f} req/s open loop, p50 / p99",
+            f"{_n(fixed['p50_ms'], 1)} / {_n(fixed['p99_ms'], 1)} ms",
+            f"{_n(fixed['achieved_rps'])} req/s done, {sum(fixed['failures'].values())} failed",
+            "p99 ≤ 15 ms",
+            fixed["p99_ms"] <= TARGETS["single_p99_ms"] and not fixed["failures"],
+        )
+    batch, raw = r.get("batch"), r.get("raw")
+    if batch:
+        row(
+            "batch ingest, 100 events per request (events/s)",
+            _n(batch["eps"]),
+            "",
+            "≥ 10,000",
+            batch["eps"] >= TARGETS["batch_eps"] and not batch["errors"],
+        )
+    if raw:
+        ratio = batch["eps"] / raw["eps"] if batch and raw["eps"] else None
+        row(
+            f"raw psycopg insert, same rows, 100 per transaction, {raw['writers']} writers "
+            "(events/s)",
+            f"ratio {ratio:.2f}" if ratio is not None else "—",
+            _n(raw["eps"]),
+            "batch ≥ 0.33 of raw",
+            None if ratio is None else ratio >= TARGETS["batch_vs_raw"],
+        )
+    for label, cont in (r.get("continuity") or {}).items():
+        row(
+            f"continuity, {cont['sessions']:,} completed sessions, p50 / p95 / p99",
+            f"{_n(cont['p50_ms'], 1)} / {_n(cont['p95_ms'], 1)} / {_n(cont['p99_ms'], 1)} ms",
+            f"{cont['in_lookback']:,} in lookback, {cont['candidates_scored']:.0f} scored",
+            "p99 ≤ 25 ms" if label == "big" else "",
+            (cont["p99_ms"] <= TARGETS["continuity_p99_ms"] and not cont["failures"])
+            if label == "big"
+            else None,
+        )
+    summary = r.get("summary")
+    if summary:
+        row(
+            "session_end accepted → summary stored, under the fixed load, p50 / p95",
+            f"{_n(summary['p50_s'], 2)} / {_n(summary['p95_s'], 2)} s",
+            f"{summary['measured']} of {summary['sessions']} sessions"
+            + (f", {summary['never']} never" if summary["never"] else ""),
+            "p95 ≤ 2 s",
+            summary["measured"] > 0
+            and not summary["never"]
+            and summary["p95_s"] <= TARGETS["summary_p95_s"],
+        )
+    if peer:
+        lines.append("")
+        lines.append(
+            f"peer detail: claude-mem {_n(peer['rps'])} req/s (p50 {_n(peer['p50_ms'], 1)} ms, p99 "
+            f"{_n(peer['p99_ms'], 1)} ms); SessionHub rounds "
+            + ", ".join(_n(x) for x in single["rounds"])
+            + "; claude-mem rounds "
+            + ", ".join(_n(x) for x in peer["rounds"])
+        )
+    if r.get("continuity_spread_days"):
+        lines.append(
+            f"continuity seed: one agent, ended_at spread evenly over the last "
+            f"{r['continuity_spread_days']} days"
+        )
+    for note in r.get("notes", []):
+        lines.append(f"note: {note}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    args = parse_args()
+    return Bench(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
