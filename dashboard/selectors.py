@@ -678,7 +678,7 @@ def _strip(session: Session, events: list[LifecycleEvent], spans: Sequence[Any])
 
 def session_detail(session: Session) -> SessionDetail:
     """The session page: timeline, memory, pins, chain and continuity (a bounded number of
-    queries; the chain costs one or two per linked session, at most ``CHAIN_LIMIT`` links)."""
+    queries whatever the session's size; the chain is one query, at most ``CHAIN_LIMIT`` links)."""
     events = list(lifecycle_selectors.events_for_session(session)[: TIMELINE_LIMIT + 1])
     truncated = len(events) > TIMELINE_LIMIT
     events = events[:TIMELINE_LIMIT]
