@@ -28,10 +28,10 @@ Pure Python and no Django: importable from workers, scripts and benchmarks alike
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["RULES_VERSION", "contains_secret", "redact_text", "redact_value"]
+__all__ = ["RULES_VERSION", "contains_secret", "redact_shared", "redact_text", "redact_value"]
 
 # Stored rows record the version they were redacted with; bump on any rule change so
 # the background job knows which rows to redact again.
@@ -735,7 +735,14 @@ def _trie_regex(spellings: list[tuple[str, ...]]) -> str:
     return emit(trie)
 
 
-def _build_prefilter() -> tuple[re.Pattern, dict[str, tuple[tuple[int, int], ...]]]:
+# The anchor that the yes/no gate (is there any anchor at all?) looks for with str's own
+# substring search instead of the trie. "x" starts no other anchor, and as a trie
+# candidate every "x" of a string costs a failed match attempt: a run of x's (masked
+# values, padding) costs ~40 ns a character there, while ``in`` skips it in C.
+_GATE_LITERAL = "xox"
+
+
+def _build_prefilter() -> tuple[re.Pattern, re.Pattern, dict[str, tuple[tuple[int, int], ...]]]:
     owners: dict[str, list[tuple[int, int]]] = {}
     spellings: set[tuple[str, ...]] = set()
     for index, rule in enumerate(_RULES):
@@ -748,12 +755,24 @@ def _build_prefilter() -> tuple[re.Pattern, dict[str, tuple[tuple[int, int], ...
             if a != b and b.startswith(a):
                 raise ValueError(f"anchor {a!r} is a prefix of anchor {b!r}")
     pattern = re.compile(_trie_regex(sorted(spellings)))
-    return pattern, {anchor: tuple(sorted(uses)) for anchor, uses in owners.items()}
+    # The gate answers as the trie does only if the literal is one of its spellings.
+    separate = tuple(re.escape(ch) for ch in _GATE_LITERAL)
+    if separate not in spellings:
+        raise ValueError(f"{_GATE_LITERAL!r} is no longer an anchor spelled as written")
+    gate = re.compile(_trie_regex(sorted(spellings - {separate})))
+    uses = {anchor: tuple(sorted(found)) for anchor, found in owners.items()}
+    return pattern, gate, uses
 
 
-_PREFILTER, _ANCHOR_USES = _build_prefilter()
-_prefilter_search = _PREFILTER.search
+_PREFILTER, _GATE, _ANCHOR_USES = _build_prefilter()
 _prefilter_finditer = _PREFILTER.finditer
+_gate_search = _GATE.search
+
+
+def _has_anchor(text: str) -> bool:
+    """Whether the prefilter finds any anchor in ``text``: the same answer as
+    ``_PREFILTER.search``, sooner."""
+    return _gate_search(text) is not None or _GATE_LITERAL in text
 
 
 def _plan(text: str) -> dict[int, list[tuple[int, int]]]:
@@ -806,12 +825,29 @@ def _redact_once(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+# Short strings that hold an anchor but no secret and come again and again, such as the
+# channel "cli" of every Claude Code event (the anchor of the CLI password rule): each
+# costs a full rule pass unless it is found here. Only strings that redaction left as
+# they were are kept, so no secret stays in memory through it; one-off strings (ids that
+# happen to hold "c_") only fill it up, and it starts again empty when full.
+_CLEAN_MAX_LENGTH = 200
+_CLEAN_MAX_ENTRIES = 4096
+_anchored_clean: set[str] = set()
+
+
 def redact_text(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<type>]``."""
-    if not _prefilter_search(text):
+    if _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
+        return text
+    short = len(text) <= _CLEAN_MAX_LENGTH
+    if short and text in _anchored_clean:
         return text
     result = _redact_once(text)
     if result is text:
+        if short:
+            if len(_anchored_clean) >= _CLEAN_MAX_ENTRIES:
+                _anchored_clean.clear()  # unique strings (ids) would fill it otherwise
+            _anchored_clean.add(text)
         return text
     # A replacement can hand a rule that already ran a new context (a token removed from
     # inside a longer value, say); repeat until stable so a second call changes nothing.
@@ -825,7 +861,7 @@ def redact_text(text: str) -> str:
 
 def contains_secret(text: str) -> bool:
     """Tell cheaply whether ``redact_text`` would find anything to redact in ``text``."""
-    if not _prefilter_search(text):
+    if not _has_anchor(text):
         return False
     for index, spots in _plan(text).items():
         rule = _RULES[index]
@@ -888,12 +924,25 @@ def _is_marker(value: str) -> bool:
     return value.startswith(_MARKER_PREFIX) and value.find("]") == len(value) - 1
 
 
-def redact_value(value: object) -> object:
-    """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole."""
+def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: bool = True) -> object:
+    """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole.
+
+    ``memo`` (text -> redact_text(text)), when given, is consulted and filled: values
+    that share strings, such as an event's payload and the facts drawn from it, then
+    redact each string once. Redaction is deterministic, so the result is the same.
+
+    ``copy=False`` returns ``value`` itself when redacting it would change nothing (the
+    usual case: no secret anywhere), found in one walk that builds nothing.
+    """
     if isinstance(value, str):
-        return redact_text(value)
+        return redact_text(value) if memo is None else redact_shared(value, memo)
     if not isinstance(value, (dict, list, tuple)):
         return value
+    if not copy:
+        if memo is None:
+            memo = {}  # the walk's results, for the copy if one is needed after all
+        if _unchanged(value, memo):
+            return value
     # An explicit stack instead of recursion: no payload depth can exhaust the C stack.
     root: dict | list = {} if isinstance(value, dict) else []
     stack: list[tuple[object, dict | list]] = [(value, root)]
@@ -903,10 +952,14 @@ def redact_value(value: object) -> object:
         for key, item in pairs:
             if isinstance(item, str):
                 kind = _secret_key_kind(key) if item and isinstance(key, str) else None
-                if kind is None:
-                    copied: object = redact_text(item)
+                if kind is not None:
+                    copied: object = item if _is_marker(item) else _marker(kind)
+                elif memo is None:
+                    copied = redact_text(item)
                 else:
-                    copied = item if _is_marker(item) else _marker(kind)
+                    copied = memo.get(item)
+                    if copied is None:
+                        copied = memo[item] = redact_text(item)
             elif isinstance(item, dict):
                 copied = {}
                 stack.append((item, copied))
@@ -920,3 +973,36 @@ def redact_value(value: object) -> object:
             else:
                 target.append(copied)
     return root
+
+
+def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
+    """Whether ``redact_value`` would return a structure equal to ``value`` (tuples,
+    which it turns into lists, count as changes)."""
+    stack: list[object] = [value]
+    while stack:
+        source = stack.pop()
+        if isinstance(source, dict):
+            pairs: Iterable[tuple[object, object]] = source.items()
+        elif isinstance(source, list):
+            pairs = ((None, x) for x in source)
+        else:
+            return False  # a tuple
+        for key, item in pairs:
+            if isinstance(item, str):
+                kind = _secret_key_kind(key) if item and isinstance(key, str) else None
+                if kind is not None:
+                    if not _is_marker(item):
+                        return False
+                elif redact_shared(item, memo) != item:
+                    return False
+            elif isinstance(item, (dict, list, tuple)):
+                stack.append(item)
+    return True
+
+
+def redact_shared(text: str, memo: dict[str, str]) -> str:
+    """``redact_text`` through a memo shared with other calls (see ``redact_value``)."""
+    result = memo.get(text)
+    if result is None:
+        result = memo[text] = redact_text(text)
+    return result

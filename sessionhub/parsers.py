@@ -11,6 +11,7 @@ import json
 import math
 from typing import Any
 
+import orjson
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 
@@ -67,8 +68,75 @@ def _check_string(text: str, where: str) -> None:
         ) from exc
 
 
+def _is_clean(value: Any, *, floats: bool, unicode_checked: bool) -> bool:
+    """Whether ``check_json_value`` would accept ``value``, found without building a path
+    for every item. False means "look closer", never "invalid": the caller then runs the
+    full check, which names the offending value. Anything but the plain JSON types gets
+    a closer look too. ``floats``: whether floats may pass; ``unicode_checked``: the
+    parser already refused lone surrogates, so strings need only the NUL test."""
+    if type(value) not in (dict, list):
+        return _scalar_clean(value, floats=floats, unicode_checked=unicode_checked)
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        container, level = stack.pop()
+        if level >= MAX_DEPTH and container:
+            return False  # its items lie deeper than MAX_DEPTH
+        if type(container) is dict:
+            for key in container:
+                if "\x00" in key or (not unicode_checked and not _utf8_ok(key)):
+                    return False
+            items = container.values()
+        else:
+            items = container
+        for item in items:
+            kind = type(item)
+            if kind is str:
+                if "\x00" in item or (not unicode_checked and not _utf8_ok(item)):
+                    return False
+            elif kind is dict or kind is list:
+                stack.append((item, level + 1))
+            elif not _scalar_clean(item, floats=floats, unicode_checked=unicode_checked):
+                return False
+    return True
+
+
+def _scalar_clean(value: Any, *, floats: bool, unicode_checked: bool) -> bool:
+    kind = type(value)
+    if kind is str:
+        return "\x00" not in value and (unicode_checked or _utf8_ok(value))
+    if kind is int:
+        return INT64_MIN <= value <= INT64_MAX
+    if kind is float:
+        return floats and math.isfinite(value)
+    return value is None or kind is bool
+
+
+def _utf8_ok(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def parse_json_bytes(data: bytes) -> Any:
-    """Decode strict UTF-8 JSON, then check every value."""
+    """Decode strict UTF-8 JSON, then check every value.
+
+    orjson parses first. Its result is taken only when it holds no float at all: orjson
+    turns integers too large for 64 bits into floats, which would hide them from the
+    64-bit check. Anything else it cannot vouch for (a float, a syntax error, a lone
+    surrogate, too deep, a NUL...) goes the standard library's way below, which gives
+    the same value or the same error as before orjson was used.
+    """
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        pass
+    else:
+        if _is_clean(value, floats=False, unicode_checked=True):
+            return value
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -81,7 +149,8 @@ def parse_json_bytes(data: bytes) -> Any:
         ) from exc
     except ValueError as exc:
         raise ValidationFailed(f"Malformed JSON: {exc}", code="malformed_json") from exc
-    check_json_value(value)
+    if not _is_clean(value, floats=True, unicode_checked=False):
+        check_json_value(value)
     return value
 
 

@@ -30,6 +30,20 @@ from .base import (
 _START_SOURCES = {"startup", "clear", "fork"}
 
 
+_SIMPLE_KINDS = {
+    "SessionEnd": (EventKind.SESSION_END, ""),
+    "PreCompact": (EventKind.COMPACTION_BEFORE, ""),
+    "PostCompact": (EventKind.COMPACTION_AFTER, ""),
+    "UserPromptSubmit": (EventKind.PROMPT, ""),
+    "PreToolUse": (EventKind.TOOL_USE, "pre"),
+    "PostToolUse": (EventKind.TOOL_USE, "post"),
+    "PostToolUseFailure": (EventKind.TOOL_USE, "post"),
+    "Stop": (EventKind.TURN_END, ""),
+    "SubagentStop": (EventKind.TURN_END, ""),
+    "Notification": (EventKind.NOTIFICATION, ""),
+}
+
+
 def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
     """(canonical kind, phase) for a hook name."""
     if hook == "SessionStart":
@@ -39,19 +53,7 @@ def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
         if source == "compact":
             return EventKind.COMPACTION_AFTER, ""
         return EventKind.SESSION_START, ""
-    simple = {
-        "SessionEnd": (EventKind.SESSION_END, ""),
-        "PreCompact": (EventKind.COMPACTION_BEFORE, ""),
-        "PostCompact": (EventKind.COMPACTION_AFTER, ""),
-        "UserPromptSubmit": (EventKind.PROMPT, ""),
-        "PreToolUse": (EventKind.TOOL_USE, "pre"),
-        "PostToolUse": (EventKind.TOOL_USE, "post"),
-        "PostToolUseFailure": (EventKind.TOOL_USE, "post"),
-        "Stop": (EventKind.TURN_END, ""),
-        "SubagentStop": (EventKind.TURN_END, ""),
-        "Notification": (EventKind.NOTIFICATION, ""),
-    }
-    return simple.get(hook, (EventKind.OTHER, ""))
+    return _SIMPLE_KINDS.get(hook, (EventKind.OTHER, ""))
 
 
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
@@ -64,7 +66,8 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     extra = require_dict(body.get("sessionhub"), "sessionhub", optional=True)
 
     raw_id = extra.get("event_id")
-    raw = {k: v for k, v in body.items() if k != "sessionhub"}
+    # The payload is the body as Claude Code wrote it: SessionHub's own block goes.
+    raw = {k: v for k, v in body.items() if k != "sessionhub"} if "sessionhub" in body else body
     event_id = (
         event_identifier(raw_id, "sessionhub.event_id")
         if raw_id is not None
