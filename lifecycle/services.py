@@ -9,6 +9,7 @@ broker: a session whose work could not be queued stays marked in the outbox
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
@@ -16,10 +17,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
+import orjson
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Case, CharField, Q, Value, When
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from memory.continuity import pins_release
 from memory.redaction import RULES_VERSION, redact_text, redact_value
@@ -31,6 +35,7 @@ from .adapters import canonical as canonical_adapter
 from .adapters import claude_code as claude_code_adapter
 from .adapters import openclaw as openclaw_adapter
 from .models import Agent, EndReason, EventKind, LifecycleEvent, Session, SessionStatus, Source
+from .selectors import newest_first
 
 logger = logging.getLogger(__name__)
 
@@ -137,18 +142,27 @@ def _claimed_id(body: Any) -> str | None:
 def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     """Secrets go before anything is stored or queued: payload, facts and every string
     that names the session or its agent. Redaction is deterministic, so identities made
-    of redacted strings still match from one event to the next."""
-    return replace(
-        event,
-        payload=redact_value(event.payload),
-        facts=redact_value(event.facts),
-        agent_external_id=redact_text(event.agent_external_id),
-        agent_name=redact_text(event.agent_name),
-        session_key=redact_text(event.session_key),
-        channel=redact_text(event.channel),
-        cwd=redact_text(event.cwd),
-        project=redact_text(event.project),
-    )
+    of redacted strings still match from one event to the next.
+
+    One memo for the whole event: facts repeat payload strings (a prompt's text, a
+    turn's last message, the tool name) and the working directory is in both the payload
+    and the session's fields, so each such string is redacted once.
+    """
+    memo: dict[str, str] = {}
+    changes: dict[str, Any] = {}
+    for name in ("payload", "facts"):
+        value = getattr(event, name)
+        # The adapters' payload and facts are their own copies: kept when nothing changes.
+        redacted = redact_value(value, memo, copy=False)
+        if redacted is not value:
+            changes[name] = redacted
+    for name in ("agent_external_id", "agent_name", "session_key", "channel", "cwd", "project"):
+        value = getattr(event, name)
+        redacted = redact_value(value, memo)
+        if redacted != value:
+            changes[name] = redacted
+    # Nearly every event holds no secret: then there is nothing to rebuild.
+    return replace(event, **changes) if changes else event
 
 
 # --- storing ----------------------------------------------------------------------------
@@ -160,8 +174,8 @@ def events_store(
 ) -> list[tuple[str, str | None]]:
     """Store events once each and move their sessions; (status, session id) per event.
 
-    Round trips for the common case (known session): lock the session, insert the
-    events, update the session — whatever the batch size.
+    Round trips for the common case (known sessions): lock the sessions, insert the
+    events, update the sessions — whatever the batch size or the number of sessions.
     """
     sessions, created = _sessions_resolve(team, events)
     adopted = _orphans_adopt(team, [sessions[key] for key in created])
@@ -228,16 +242,21 @@ def events_store(
     touched = {s.pk: s for s in sessions.values()} | {s.pk: s for s in by_key.values() if s}
     for session_pk in adopted - set(new_by_session):
         new_by_session[session_pk] = []
+    # Each session first takes in its own events, then the sessions link to each other;
+    # all of them are written at the end, in one statement.
+    written = {session_pk: touched[session_pk] for session_pk in new_by_session}
     newly_dirty: list[str] = []
     stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     for session_pk, new_events in new_by_session.items():
-        session = touched[session_pk]
+        session = written[session_pk]
         was_open = session.is_open
         if session_pk in adopted:
             session_refold(session)  # adopted events may lie anywhere in its past
         else:
             _advance(session, new_events)
-        _link(session, new_events, received_at)
+        for event in new_events:  # the successor it names; _Linking links the two
+            if event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
+                session.successor_external_id = event.facts["next_session_id"]
         if was_open and not session.is_open:
             pins_release(session, session.ended_at)
         if session.memory_dirty_at is None or session.memory_dirty_at < stale:
@@ -246,7 +265,8 @@ def events_store(
             newly_dirty.append(str(session_pk))
         # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
-        session_write(session)
+    _Linking(team, written, new_by_session).run()
+    sessions_write(list(written.values()))
     if newly_dirty:
         transaction.on_commit(lambda: enqueue_session_work(newly_dirty))
     return outcome
@@ -274,13 +294,67 @@ def session_write(session: Session) -> None:
     every request of the hot path.
     """
     session.updated_at = timezone.now()
-    fields = [Session._meta.get_field(name) for name in _SESSION_WRITABLE]
-    assignments = ", ".join(f'"{f.column}" = %s' for f in fields)
-    params = [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
+    sql, fields = _session_update(connection.vendor)
+    if connection.vendor == "postgresql":
+        # psycopg adapts every type these columns hold (text, numbers, times, ids) itself.
+        params = [getattr(session, f.attname) for f in fields]
+    else:
+        params = [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
     params.append(Session._meta.pk.get_db_prep_value(session.pk, connection))
     with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+@functools.cache
+def _session_update(vendor: str) -> tuple[str, list[Any]]:
+    """``session_write``'s statement and the fields it sets, built once per process."""
+    fields = [Session._meta.get_field(name) for name in _SESSION_WRITABLE]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    sql = f"UPDATE {quote(Session._meta.db_table)} SET {assignments} WHERE id = %s"  # noqa: S608 - constants only
+    return sql, fields
+
+
+def sessions_write(sessions: Sequence[Session]) -> None:
+    """``session_write`` for several sessions in one statement, whatever their number.
+
+    ``WITH v (...) AS (VALUES ...) UPDATE ... FROM v``. On PostgreSQL each value is cast
+    to its column's type, since VALUES alone would take the parameters for text
+    (character columns get an unbounded varchar, so an over-long value still fails as it
+    does in a plain UPDATE); SQLite needs no casts, but UPDATE ... FROM only from 3.33.
+    Anywhere else, one UPDATE per session.
+    """
+    postgresql = connection.vendor == "postgresql"
+    update_from = postgresql or (
+        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 33)
+    )
+    if len(sessions) < 2 or not update_from:
+        for session in sessions:
+            session_write(session)
+        return
+    now = timezone.now()
+    fields = [Session._meta.pk, *(Session._meta.get_field(name) for name in _SESSION_WRITABLE)]
+    if postgresql:
+        casts = [
+            connection.ops.cast_char_field_without_max_length
+            if isinstance(f, CharField)
+            else f.cast_db_type(connection)
+            for f in fields
+        ]
+        row = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
+    else:
+        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params: list[Any] = []
+    for session in sessions:
+        session.updated_at = now
+        params.extend(f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields)
+    table = connection.ops.quote_name(Session._meta.db_table)
+    columns = ", ".join(f'"{f.column}"' for f in fields)
+    assignments = ", ".join(f'"{f.column}" = v."{f.column}"' for f in fields[1:])
+    with connection.cursor() as cursor:
         cursor.execute(
-            f'UPDATE "{Session._meta.db_table}" SET {assignments} WHERE "id" = %s',  # noqa: S608 - constants only
+            f"WITH v ({columns}) AS (VALUES {', '.join([row] * len(sessions))}) "  # noqa: S608 - constants only
+            f'UPDATE {table} SET {assignments} FROM v WHERE {table}."id" = v."id"',
             params,
         )
 
@@ -307,23 +381,73 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
 
     ``ON CONFLICT DO NOTHING RETURNING`` makes the unique (team, event id) index the
     idempotency check itself: no read before the write, no race between two deliveries.
+
+    On PostgreSQL the rows travel as one parameter: a JSON array encoded once by orjson,
+    bound server-side (no quoting of the ~2 KB a row on the client), that
+    ``jsonb_to_recordset`` turns back into typed columns. A multi-row VALUES of 13
+    parameters a row spent more time in Django's and psycopg's per-value preparation than
+    the database spent inserting. Each column is read as its field's type
+    (``varchar(200)``, ``uuid``, ``timestamp with time zone``, ``jsonb``...), so a value
+    that does not fit fails as it did in VALUES. Rows orjson cannot encode (an integer
+    past 64 bits) and the other databases (SQLite in embedded mode) take the VALUES path.
     """
     if not rows:
         return set()
-    fields = [LifecycleEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    head, tail, from_json, fields = _insert_sql(connection.vendor)
+    if from_json:
+        try:
+            document = orjson.dumps(rows)
+        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
+            pass
+        else:
+            # Django's cursors bind client-side; this one statement binds server-side,
+            # through Django's wrapper all the same (query logging, execute wrappers,
+            # error translation). Django leaves psycopg's automatic prepare off.
+            connection.ensure_connection()
+            raw = psycopg.Cursor(connection.connection)
+            wrap = (
+                connection.make_debug_cursor
+                if connection.queries_logged
+                else connection.make_cursor
+            )
+            with wrap(raw) as cursor:
+                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])  # encoded already
+                return {row[0] for row in cursor.fetchall()}
     params: list[Any] = []
     for row in rows:
         for name, model_field in zip(_INSERT_COLUMNS, fields, strict=True):
             params.append(model_field.get_db_prep_save(row[name], connection))
     one = "(" + ", ".join(["%s"] * len(_INSERT_COLUMNS)) + ")"
-    sql = (
-        f"INSERT INTO {LifecycleEvent._meta.db_table} ({', '.join(_INSERT_COLUMNS)}) "  # noqa: S608 - constants only
-        f"VALUES {', '.join([one] * len(rows))} "
-        "ON CONFLICT (team_id, event_id) DO NOTHING RETURNING event_id"
-    )
+    sql = f"{head}VALUES {', '.join([one] * len(rows))}{tail}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
+
+
+@functools.cache
+def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
+    """``insert_events``' statements, built once per process: the head and tail around
+    VALUES, the whole statement from one JSON document (PostgreSQL only, else empty),
+    and the fields in column order."""
+    fields = [LifecycleEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    quote = connection.ops.quote_name
+    head = (
+        f"INSERT INTO {quote(LifecycleEvent._meta.db_table)} "
+        f"({', '.join(quote(f.column) for f in fields)}) "
+    )
+    tail = " ON CONFLICT (team_id, event_id) DO NOTHING RETURNING event_id"
+    from_json = ""
+    if vendor == "postgresql":
+        # The row dicts' keys name the record's columns.
+        keys = [quote(name) for name in _INSERT_COLUMNS]
+        typed = ", ".join(
+            f"{key} {f.db_type(connection)}" for key, f in zip(keys, fields, strict=True)
+        )
+        from_json = (
+            f"{head}SELECT {', '.join(keys)} "  # noqa: S608 - constants only
+            f"FROM jsonb_to_recordset(%s) AS r({typed}){tail}"
+        )
+    return head, tail, from_json, fields
 
 
 def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
@@ -389,22 +513,14 @@ def _sessions_resolve(
     if not wanted:
         return {}, []
 
-    def lookup(keys: Iterable[tuple[str, str]]) -> dict[tuple[str, str], Session]:
-        query = Q()
-        for source, external_id in keys:
-            query |= Q(source=source, external_id=external_id)
-        # Locked in a fixed order so concurrent requests cannot deadlock on each other.
-        rows = Session.objects.select_for_update().filter(query, team=team).order_by("pk")
-        return {(s.source, s.external_id): s for s in rows}
-
-    found = lookup(wanted)
+    found = _sessions_locked(team, list(wanted))
     missing = [key for key in wanted if key not in found]
     if missing:
         agents = _agents_resolve(team, [wanted[key] for key in missing], timezone.now())
         Session.objects.bulk_create(
             [_new_session(team, wanted[key], agents) for key in missing], ignore_conflicts=True
         )
-        found.update(lookup(missing))
+        found.update(_sessions_locked(team, missing))
     by_session: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
     for event in events:
         if event.session_external_id:
@@ -412,6 +528,56 @@ def _sessions_resolve(
     for key, session in found.items():
         _fill_blanks(session, by_session[key])
     return found, missing
+
+
+def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Session]:
+    """The team's sessions with these (source, external id) keys, locked for this
+    transaction in id order, so concurrent requests cannot deadlock on each other.
+
+    Written out by hand: it is the first statement of every ingest request, and having
+    the ORM build it (some forty columns, an OR of pairs, the lock) cost more CPU than
+    the database spent answering it. The unique (team, source, external id) index
+    serves it.
+    """
+    meta = Session._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    match = " OR ".join(["(source = %s AND external_id = %s)"] * len(keys))
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = (
+        f"SELECT {columns} FROM {quote(meta.db_table)} "  # noqa: S608 - constants only
+        f"WHERE team_id = %s AND ({match}) ORDER BY id{lock}"
+    )
+    params: list[Any] = [team.pk]
+    for source, external_id in keys:
+        params += (source, external_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    converters = _session_converters(connection.vendor)
+    found: dict[tuple[str, str], Session] = {}
+    for row in rows:
+        values = list(row)
+        for index, functions, column in converters:
+            for convert in functions:
+                values[index] = convert(values[index], column, connection)
+        session = Session.from_db(connection.alias, None, values)
+        found[(session.source, session.external_id)] = session
+    return found
+
+
+@functools.cache
+def _session_converters(vendor: str) -> list[tuple[int, list[Any], Any]]:
+    """What turns a raw session row into field values on this database, as the ORM would
+    apply it: nothing on PostgreSQL, text to times and ids on SQLite."""
+    table = Session._meta.db_table
+    converters = []
+    for index, field in enumerate(Session._meta.concrete_fields):
+        column = field.get_col(table)
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if functions:
+            converters.append((index, functions, column))
+    return converters
 
 
 def _new_session(
@@ -509,92 +675,262 @@ def session_refold(session: Session) -> None:
     )
 
 
-def _link(session: Session, new_events: list[state.FoldEvent], now: datetime) -> None:
-    """Session-chain links and replacement, from the starts and ends just stored."""
-    for event in new_events:
-        facts = event.facts
-        if event.kind in (EventKind.SESSION_START, EventKind.SESSION_RESUME):
-            resumed_from = facts.get("resumed_from")
-            if resumed_from and not session.previous_external_id:
-                session.previous_external_id = resumed_from
-            _link_predecessor(session)
-            if facts.get("start_source") == "clear":
-                _link_cleared(session)
+_STARTS = (EventKind.SESSION_START, EventKind.SESSION_RESUME)
+_OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """A link the batch gives other sessions: those whose ``field`` (the id they resumed
+    from, or their own id) is ``value`` and that have no predecessor yet follow ``by``."""
+
+    by: Session
+    field: str
+    value: str
+
+    def q(self) -> Q:
+        return Q(source=self.by.source, **{self.field: self.value})
+
+    def fits(self, session: Session) -> bool:
+        return (
+            session.pk != self.by.pk
+            and session.source == self.by.source
+            and getattr(session, self.field) == self.value
+        )
+
+
+class _Linking:
+    """Session-chain links and replacement, from the starts and ends just stored.
+
+    The same few queries whatever the number of sessions in the batch: one read of the
+    sessions the starting ones may follow, one UPDATE of the stored sessions that follow
+    one of the batch's, one locking read of the open sessions the starts may replace (and
+    one read per /clear start).
+
+    The sessions are linked one after the other, in batch order, as when each was written
+    before the next was linked; now they are all written at the end. So a lookup sees the
+    batch's sessions already linked ("settled") as they are in memory, the others as
+    stored.
+    """
+
+    def __init__(
+        self,
+        team: Team,
+        written: dict[Any, Session],
+        new_by_session: dict[Any, list[state.FoldEvent]],
+    ) -> None:
+        self.team = team
+        self.written = written
+        self.new_by_session = new_by_session
+        self.settled: set[Any] = set()
+        self.by_external_id: dict[tuple[str, str], Session] = {}
+        self.naming_successor: list[Session] = []
+        self.siblings: list[Session] = []
+        self.starting = [
+            (written[pk], starts)
+            for pk, events in new_by_session.items()
+            if (starts := [e for e in events if e.kind in _STARTS])
+        ]
+        self.claims = self._claims()
+
+    def run(self) -> None:
+        if not self.starting and not self.claims:
+            return
+        self._predecessors_read()
+        self._claims_store()
+        self._open_siblings_lock()
+        for session_pk, new_events in self.new_by_session.items():
+            self.settled.add(session_pk)
+            session = self.written[session_pk]
+            for index, event in enumerate(new_events):
+                claim = self.claims.get((session_pk, index))
+                if event.kind not in _STARTS:
+                    self._claim_settled(claim)
+                    continue
+                resumed_from = event.facts.get("resumed_from")
+                if resumed_from and not session.previous_external_id:
+                    session.previous_external_id = resumed_from
+                if not session.previous_session_id:
+                    session.previous_session = self._predecessor(session)
+                self._claim_settled(claim)
+                if event.facts.get("start_source") == "clear":
+                    self._link_cleared(session)
+                if session.session_key:
+                    self._replace_open_siblings(session, event.occurred_at)
+        # A session of the batch settled only after a claim that fits it takes the first
+        # such claim now (written one by one, it would have lost it to its own write).
+        for session in self.written.values():
+            if not session.previous_session_id:
+                claim = next((c for c in self.claims.values() if c.fits(session)), None)
+                if claim is not None:
+                    session.previous_session = claim.by
+
+    def _claim_settled(self, claim: _Claim | None) -> None:
+        """A claim as it is made: settled sessions of the batch without a predecessor that
+        it fits follow its session (stored ones got theirs from ``_claims_store``)."""
+        if claim is None:
+            return
+        for session_pk in self.settled:
+            session = self.written[session_pk]
+            if not session.previous_session_id and claim.fits(session):
+                session.previous_session = claim.by
+
+    def _current(self, rows: Iterable[Session]) -> list[Session]:
+        """The rows as read, each settled session of the batch as it is in memory."""
+        return [self.written[s.pk] if s.pk in self.settled else s for s in rows]
+
+    def _current_and_settled(self, rows: Iterable[Session]) -> list[Session]:
+        """The rows as read but the settled sessions of the batch, then all of these as
+        they are in memory, whether or not they fitted the read."""
+        return [s for s in rows if s.pk not in self.settled] + [
+            self.written[pk] for pk in self.settled
+        ]
+
+    def _claims(self) -> dict[tuple[Any, int], _Claim]:
+        """The claims by (session, index of the event making it), in the order they are
+        made, so the first claim on a session wins, as with one UPDATE each."""
+        claims: dict[tuple[Any, int], _Claim] = {}
+        for session_pk, new_events in self.new_by_session.items():
+            session = self.written[session_pk]
+            claiming = session.previous_session_id is None
+            for index, event in enumerate(new_events):
+                if event.kind in _STARTS and claiming:
+                    # Sessions that named this one as where they resumed from, before it
+                    # was known here.
+                    claims[(session_pk, index)] = _Claim(
+                        session, "previous_external_id", session.external_id
+                    )
+                    claiming = False
+                elif event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
+                    claims[(session_pk, index)] = _Claim(
+                        session, "external_id", event.facts["next_session_id"]
+                    )
+        return claims
+
+    def _claims_store(self) -> None:
+        """Stored sessions that follow one of the batch's, in one UPDATE (the batch's own
+        sessions take theirs in memory: their rows are written afterwards)."""
+        if not self.claims:
+            return
+        claims = list(self.claims.values())
+        match = Q()
+        for claim in claims:
+            match |= claim.q()
+        Session.objects.filter(match, team=self.team, previous_session__isnull=True).exclude(
+            pk__in=list(self.written)
+        ).update(previous_session=Case(*(When(c.q(), then=Value(c.by.pk)) for c in claims)))
+
+    def _predecessors_read(self) -> None:
+        """The sessions the starting ones may follow: those they name as where they
+        resumed from, and those naming one of them as successor."""
+        query = Q()
+        for session, starts in self.starting:
+            if session.previous_session_id:
+                continue
+            named = {session.previous_external_id}
+            named.update(e.facts.get("resumed_from") or "" for e in starts)
+            named.discard("")
+            query |= Q(source=session.source, successor_external_id=session.external_id)
+            if named:
+                query |= Q(source=session.source, external_id__in=named)
+        rows = list(Session.objects.filter(query, team=self.team)) if query else []
+        self.by_external_id = {(s.source, s.external_id): s for s in rows}
+        self.naming_successor = [s for s in rows if s.successor_external_id]
+
+    def _predecessor(self, session: Session) -> Session | None:
+        """The one it resumed from, else the latest started that names it as successor."""
+        if session.previous_external_id:
+            named = self.by_external_id.get((session.source, session.previous_external_id))
+            if named is not None and named.pk != session.pk:
+                return self.written.get(named.pk, named)
+        naming = [
+            s
+            for s in self._current_and_settled(self.naming_successor)
+            if s.source == session.source
+            and s.successor_external_id == session.external_id
+            and s.pk != session.pk
+        ]
+        newest = newest_first(naming, "started_at")
+        return self.written.get(newest[0].pk, newest[0]) if newest else None
+
+    def _open_siblings_lock(self) -> None:
+        """The open sessions a start may replace (same agent and key, started before it),
+        for every start of the batch in one locking read."""
+        latest: dict[tuple[Any, str], datetime] = {}
+        for session, starts in self.starting:
             if session.session_key:
-                _replace_open_siblings(session, event.occurred_at)
-        elif event.kind == EventKind.SESSION_END and facts.get("next_session_id"):
-            session.successor_external_id = facts["next_session_id"]
-            Session.objects.filter(
-                team_id=session.team_id,
-                source=session.source,
-                external_id=session.successor_external_id,
-                previous_session__isnull=True,
-            ).exclude(pk=session.pk).update(previous_session=session)
+                pair = (session.agent_id, session.session_key)
+                at = max(e.occurred_at for e in starts)
+                latest[pair] = max(latest.get(pair, at), at)
+        if latest:
+            query = Q()
+            for (agent_id, key), at in latest.items():
+                query |= Q(agent_id=agent_id, session_key=key, started_at__lt=at)
+            self.siblings = list(
+                Session.objects.select_for_update().filter(query, status__in=_OPEN).order_by("pk")
+            )
 
+    def _replace_open_siblings(self, session: Session, started_at: datetime) -> None:
+        """A new start for the same agent and key ends the session it replaces."""
+        siblings = sorted(
+            (
+                s
+                for s in self._current_and_settled(self.siblings)
+                if s.pk != session.pk
+                and s.agent_id == session.agent_id
+                and s.session_key == session.session_key
+                and s.is_open
+                and s.started_at is not None
+                and s.started_at < started_at
+            ),
+            key=lambda s: s.pk,
+        )
+        for old in siblings:
+            # One of the batch's sessions is closed as it is in memory, and counts so from
+            # now on.
+            old = self.written.get(old.pk, old)
+            if old.pk in self.written:
+                self.settled.add(old.pk)
+            session_close(
+                session=old,
+                reason=EndReason.REPLACED,
+                at=started_at,
+                event_id=f"sessionhub:replaced:{old.pk}",
+                facts={"replaced_by": str(session.pk)},
+            )
+            if not session.previous_session_id:
+                session.previous_session = old
 
-def _link_predecessor(session: Session) -> None:
-    if session.previous_session_id:
-        return
-    same_source = Session.objects.filter(team_id=session.team_id, source=session.source).exclude(
-        pk=session.pk
-    )
-    predecessor = None
-    if session.previous_external_id:
-        predecessor = same_source.filter(external_id=session.previous_external_id).first()
-    if predecessor is None:
-        predecessor = same_source.filter(successor_external_id=session.external_id).first()
-    if predecessor is not None:
-        session.previous_session = predecessor
-    # Sessions that named this one as where they resumed from, before it was known here.
-    same_source.filter(
-        previous_external_id=session.external_id, previous_session__isnull=True
-    ).update(previous_session=session)
+    def _link_cleared(self, session: Session) -> None:
+        """Claude Code /clear: the new session follows the one just cleared in the project."""
+        if session.previous_session_id or session.started_at is None:
+            return
+        window = settings.SESSIONHUB["CLEAR_LINK_WINDOW"]
+        earliest, latest = session.started_at - window, session.started_at + window
 
+        def fits(s: Session) -> bool:
+            return (
+                s.agent_id == session.agent_id
+                and s.end_reason == EndReason.CLEAR
+                and s.ended_at is not None
+                and earliest <= s.ended_at <= latest
+            )
 
-def _link_cleared(session: Session) -> None:
-    """Claude Code /clear: the new session follows the one just cleared in the project."""
-    if session.previous_session_id or session.started_at is None:
-        return
-    window = settings.SESSIONHUB["CLEAR_LINK_WINDOW"]
-    cleared = (
-        Session.objects.filter(
+        stored = Q(
             agent_id=session.agent_id,
             end_reason=EndReason.CLEAR,
-            ended_at__gte=session.started_at - window,
-            ended_at__lte=session.started_at + window,
-            next_sessions__isnull=True,
+            ended_at__gte=earliest,
+            ended_at__lte=latest,
+        ) & ~Q(pk__in=list(self.settled))
+        settled = Q(pk__in=[pk for pk in self.settled if fits(self.written[pk])])
+        # Not one that a session already follows, stored or settled.
+        followed = {self.written[pk].previous_session_id for pk in self.settled}
+        rows = Session.objects.filter(stored | settled, next_sessions__isnull=True).exclude(
+            pk=session.pk
         )
-        .exclude(pk=session.pk)
-        .order_by("-ended_at")
-        .first()
-    )
-    if cleared is not None:
-        session.previous_session = cleared
-
-
-def _replace_open_siblings(session: Session, started_at: datetime) -> None:
-    """A new start for the same agent and key ends the session it replaces."""
-    siblings = (
-        Session.objects.select_for_update()
-        .filter(
-            agent_id=session.agent_id,
-            session_key=session.session_key,
-            status__in=[SessionStatus.ACTIVE, SessionStatus.SUSPENDED],
-            started_at__lt=started_at,
-        )
-        .exclude(pk=session.pk)
-        .order_by("pk")
-    )
-    for old in siblings:
-        session_close(
-            session=old,
-            reason=EndReason.REPLACED,
-            at=started_at,
-            event_id=f"sessionhub:replaced:{old.pk}",
-            facts={"replaced_by": str(session.pk)},
-        )
-        if not session.previous_session_id:
-            session.previous_session = old
+        newest = newest_first(self._current(s for s in rows if s.pk not in followed), "ended_at")
+        if newest:
+            session.previous_session = self.written.get(newest[0].pk, newest[0])
 
 
 def session_close(
