@@ -690,9 +690,7 @@ def summary_probe_process(
             if running and now >= next_start:
                 serial += 1
                 sid = f"{nonce}-5000-4000-8000-{serial:012d}"
-                status, answer = post_json(
-                    base, "/api/v1/hooks/claude-code", _probe_body(sid), token
-                )
+                status, answer = _probe_post(base, _probe_body(sid), token)
                 if status != 200:
                     errors.append(f"start {status} {str(answer)[:200]}")
                 else:
@@ -703,7 +701,7 @@ def summary_probe_process(
                 if time.monotonic() >= due:
                     next_end.remove((due, sid))
                     end = _hook(sid, "SessionEnd", reason="prompt_input_exit")
-                    status, answer = post_json(base, "/api/v1/hooks/claude-code", end, token)
+                    status, answer = _probe_post(base, end, token)
                     if status != 200:
                         errors.append(f"end {status} {str(answer)[:200]}")
                     else:
@@ -726,6 +724,15 @@ def summary_probe_process(
             "errors": errors[:10],
         }
     )
+
+
+def _probe_post(base: str, body: Any, token: str) -> tuple[int, Any]:
+    """A probe request whose failure (a timeout on a saturated server) is a recorded
+    error, not the end of the probe."""
+    try:
+        return post_json(base, "/api/v1/hooks/claude-code", body, token)
+    except OSError as exc:
+        return 0, f"{type(exc).__name__}: {exc}"
 
 
 def _hook(sid: str, name: str, **fields: Any) -> dict[str, Any]:

@@ -245,7 +245,8 @@ def events_store(
     # Each session first takes in its own events, then the sessions link to each other;
     # all of them are written at the end, in one statement.
     written = {session_pk: touched[session_pk] for session_pk in new_by_session}
-    newly_dirty: list[str] = []
+    ending: list[str] = []  # closed by this batch, or closed already: work queued now
+    settling: list[str] = []  # open: work queued a moment later
     stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     for session_pk, new_events in new_by_session.items():
         session = written[session_pk]
@@ -257,18 +258,27 @@ def events_store(
         for event in new_events:  # the successor it names; _Linking links the two
             if event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
                 session.successor_external_id = event.facts["next_session_id"]
-        if was_open and not session.is_open:
+        closed = was_open and not session.is_open
+        if closed:
             pins_release(session, session.ended_at)
-        if session.memory_dirty_at is None or session.memory_dirty_at < stale:
+            # Its summary is wanted now: queued at once, even when a run is already
+            # waiting (a second run finds nothing new and costs little).
+            ending.append(str(session_pk))
+        elif session.memory_dirty_at is None or session.memory_dirty_at < stale:
             # Newly dirty; or marked long ago and never cleared (a failed run): queue it
             # again rather than leave it to a sweep that embedded mode does not have.
-            newly_dirty.append(str(session_pk))
+            (settling if session.is_open else ending).append(str(session_pk))
         # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
     _Linking(team, written, new_by_session).run()
     sessions_write(list(written.values()))
-    if newly_dirty:
-        transaction.on_commit(lambda: enqueue_session_work(newly_dirty))
+    if ending:
+        transaction.on_commit(lambda: enqueue_session_work(ending))
+    if settling:
+        # An open session's events come in bursts (a tool call, its result, the next):
+        # waiting a moment lets one run take in the whole burst.
+        delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
+        transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
     return outcome
 
 
@@ -1002,14 +1012,14 @@ def session_for_continuity(
 # --- background work -------------------------------------------------------------------
 
 
-def enqueue_session_work(session_ids: Iterable[str]) -> int:
+def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:
     """Queue memory processing; a broker outage leaves the work to the outbox sweep."""
     from memory.tasks import process_session
 
     queued = 0
     for session_id in session_ids:
         try:
-            process_session.delay(session_id)
+            process_session.apply_async((session_id,), countdown=countdown or None)
             queued += 1
         except Exception:
             logger.warning(

@@ -308,6 +308,23 @@ def _wants_summary(session: Session, new_events: list[LifecycleEvent]) -> bool:
     return any(e.kind == EventKind.TURN_END and e.source == Source.CLAUDE_CODE for e in new_events)
 
 
+# Events after which a session's features (topics, projects, pending tasks) are rebuilt.
+_FEATURE_KINDS = {
+    EventKind.SESSION_START,
+    EventKind.SESSION_RESUME,
+    EventKind.PROMPT,
+    EventKind.TURN_END,
+    EventKind.SESSION_SUSPEND,
+    EventKind.SESSION_END,
+}
+
+
+def _wants_features(session: Session, new_events: list[LifecycleEvent]) -> bool:
+    if not new_events or session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
+        return True
+    return any(e.kind in _FEATURE_KINDS for e in new_events)
+
+
 def session_process(session_id: str) -> bool:
     """Bring a session's memory up to date with its events. False if no such session."""
     session = Session.objects.select_related("team").filter(pk=session_id).first()
@@ -319,10 +336,15 @@ def session_process(session_id: str) -> bool:
     )
     _observations_record(session, new_events)
     _tails_record(session, new_events)
-    texts = _texts(session)
-    _features_refresh(session, texts)
-    if _wants_summary(session, new_events):
-        summary_build(session, texts)
+    # Features and the summary read the whole session back: they follow its turns and its
+    # end, not every tool use (a busy agent's stream of tool calls would otherwise cost a
+    # full re-read per event).
+    summarize = _wants_summary(session, new_events)
+    if summarize or _wants_features(session, new_events):
+        texts = _texts(session)
+        _features_refresh(session, texts)
+        if summarize:
+            summary_build(session, texts)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
     # Clear the outbox mark only if no event came in meanwhile (a newer mark means another
     # run is queued and will see those events).

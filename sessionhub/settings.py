@@ -272,6 +272,8 @@ SESSIONHUB = {
     # lifecycle
     "CRASH_HORIZON": timedelta(minutes=env.int("SESSIONHUB_CRASH_HORIZON_MINUTES", default=240)),
     "SUSPEND_HORIZON": timedelta(days=env.int("SESSIONHUB_SUSPEND_HORIZON_DAYS", default=7)),
+    # An open session's memory work waits this long so one run takes in a burst of events.
+    "MEMORY_SETTLE_SECONDS": env.float("SESSIONHUB_MEMORY_SETTLE_SECONDS", default=1.0),
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
     # Embedded mode (no broker, so no beat): sweeps run from the ingest path this often.
     "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
