@@ -2,9 +2,11 @@
 admin, health."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from .errors import not_found
 from .health import healthz
 
 api_v1 = [
@@ -21,6 +23,9 @@ urlpatterns = [
     path("api/schema", SpectacularAPIView.as_view(), name="schema"),
     path("api/docs", SpectacularSwaggerView.as_view(url_name="schema"), name="api-docs"),
     path("api/redoc", SpectacularRedocView.as_view(url_name="schema"), name="api-redoc"),
+    # Any other path under /api/ answers in the API's error shape, DEBUG or not (with
+    # DEBUG on Django would show its HTML page instead of calling handler404).
+    re_path(r"^api/", csrf_exempt(not_found), name="api-not-found"),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
     path("", include("dashboard.urls")),

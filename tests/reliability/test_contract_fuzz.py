@@ -298,11 +298,18 @@ def test_schema_documents_the_error_statuses(client: Any) -> None:
                 assert "404" in codes, (method, path, codes)
 
 
-def test_unrouted_api_paths_answer_json(api: Any) -> None:
+@pytest.mark.parametrize("debug", [False, True])
+def test_unrouted_api_paths_answer_json(settings: Any, debug: bool) -> None:
+    """With DEBUG on too (Django's own 404 page would be HTML), and for a POST without a
+    CSRF token (a gateway has none)."""
+    from django.test import Client
+
+    settings.DEBUG = debug
+    client = Client(enforce_csrf_checks=True)
     for path in ("/api/v1/pins/not-a-number", "/api/v1/nothing-here", "/api/v2/events"):
-        response = api.get(path)
-        assert response.status_code == 404
-        assert response.json()["code"] == "not_found"
+        for response in (client.get(path), client.post(path, {}, content_type="application/json")):
+            assert response.status_code == 404
+            assert response.json()["code"] == "not_found"
 
 
 def test_the_404_handler_itself(rf: Any) -> None:
