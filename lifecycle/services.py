@@ -461,17 +461,36 @@ def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
 
 
 def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
-    """Give a new session the events that came, by its key alone, before it existed."""
-    adopted: set[Any] = set()
-    for session in sessions:
-        if not session.session_key:
-            continue
-        count = LifecycleEvent.objects.filter(
-            team=team, source=session.source, orphan_key=session.session_key
-        ).update(session=session, orphan_key="")
-        if count:
-            adopted.add(session.pk)
-    return adopted
+    """Give new sessions the events that came, by their key alone, before they existed.
+
+    One read of which keys have such events (usually none) and, when some do, one UPDATE
+    for all of them; where two new sessions share a key, the first takes the events.
+    """
+    keyed = [s for s in sessions if s.session_key]
+    if not keyed:
+        return set()
+    match = Q()
+    for session in keyed:
+        match |= Q(source=session.source, orphan_key=session.session_key)
+    orphans = LifecycleEvent.objects.filter(match, team=team)
+    waiting = set(orphans.values_list("source", "orphan_key").distinct())
+    adopting: dict[tuple[str, str], Session] = {}
+    for session in keyed:
+        adopting.setdefault((session.source, session.session_key), session)
+    adopting = {key: session for key, session in adopting.items() if key in waiting}
+    if not adopting:
+        return set()
+    orphans.update(
+        session=Case(
+            *(
+                When(source=source, orphan_key=key, then=Value(session.pk))
+                for (source, key), session in adopting.items()
+            ),
+            output_field=LifecycleEvent._meta.get_field("session").target_field,
+        ),
+        orphan_key="",
+    )
+    return {session.pk for session in adopting.values()}
 
 
 def _agents_resolve(
