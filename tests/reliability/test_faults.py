@@ -47,6 +47,7 @@ from .helpers import (
     current_database_url,
     free_port,
     needs_postgres_and_redis,
+    redis_server,
     service_env,
     stop_process,
     wait_http,
@@ -67,12 +68,8 @@ def _real_services() -> None:
 
 @pytest.fixture
 def private_redis() -> Iterator[RedisServer]:
-    server = RedisServer()
-    server.start()
-    try:
+    with redis_server() as server:
         yield server
-    finally:
-        server.close()
 
 
 def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
