@@ -305,14 +305,17 @@ def session_write(session: Session) -> None:
     """
     session.updated_at = timezone.now()
     sql, fields = _session_update(connection.vendor)
-    if connection.vendor == "postgresql":
-        # psycopg adapts every type these columns hold (text, numbers, times, ids) itself.
-        params = [getattr(session, f.attname) for f in fields]
-    else:
-        params = [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
-    params.append(Session._meta.pk.get_db_prep_value(session.pk, connection))
+    params = _session_params(session, [*fields, Session._meta.pk])
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
+
+
+def _session_params(session: Session, fields: Sequence[Any]) -> list[Any]:
+    """The session's values for these fields, as the database takes them."""
+    if connection.vendor == "postgresql":
+        # psycopg adapts every type these columns hold (text, numbers, times, ids) itself.
+        return [getattr(session, f.attname) for f in fields]
+    return [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
 
 
 @functools.cache
@@ -357,14 +360,15 @@ def sessions_write(sessions: Sequence[Session]) -> None:
     params: list[Any] = []
     for session in sessions:
         session.updated_at = now
-        params.extend(f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields)
-    table = connection.ops.quote_name(Session._meta.db_table)
-    columns = ", ".join(f'"{f.column}"' for f in fields)
-    assignments = ", ".join(f'"{f.column}" = v."{f.column}"' for f in fields[1:])
+        params.extend(_session_params(session, fields))
+    quote = connection.ops.quote_name
+    table = quote(Session._meta.db_table)
+    columns = ", ".join(quote(f.column) for f in fields)
+    assignments = ", ".join(f"{quote(f.column)} = v.{quote(f.column)}" for f in fields[1:])
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH v ({columns}) AS (VALUES {', '.join([row] * len(sessions))}) "  # noqa: S608 - constants only
-            f'UPDATE {table} SET {assignments} FROM v WHERE {table}."id" = v."id"',
+            f"UPDATE {table} SET {assignments} FROM v WHERE {table}.id = v.id",
             params,
         )
 

@@ -150,18 +150,7 @@ class Candidate:
 
     def as_record_entry(self, used: bool) -> dict[str, Any]:
         """``as_dict()`` with ``used``: what the record keeps of every candidate."""
-        session = self.session
-        return {
-            "session_id": str(session.pk),
-            "external_id": session.external_id,
-            "ended_at": session.ended_at.isoformat() if session.ended_at else None,
-            "hours": round(self.hours, 2),
-            "recency": round(self.recency, 4),
-            "topic_overlap": round(self.topic_overlap, 4),
-            "pending": round(self.pending, 4),
-            "score": round(self.score, 4),
-            "used": used,
-        }
+        return {**self.as_dict(), "used": used}
 
 
 def recency(hours: float) -> float:

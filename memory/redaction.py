@@ -951,15 +951,7 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
         pairs = source.items() if isinstance(source, dict) else ((None, x) for x in source)
         for key, item in pairs:
             if isinstance(item, str):
-                kind = _secret_key_kind(key) if item and isinstance(key, str) else None
-                if kind is not None:
-                    copied: object = item if _is_marker(item) else _marker(kind)
-                elif memo is None:
-                    copied = redact_text(item)
-                else:
-                    copied = memo.get(item)
-                    if copied is None:
-                        copied = memo[item] = redact_text(item)
+                copied: object = _redacted_item(key, item, memo)
             elif isinstance(item, dict):
                 copied = {}
                 stack.append((item, copied))
@@ -989,15 +981,20 @@ def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
             return False  # a tuple
         for key, item in pairs:
             if isinstance(item, str):
-                kind = _secret_key_kind(key) if item and isinstance(key, str) else None
-                if kind is not None:
-                    if not _is_marker(item):
-                        return False
-                elif redact_shared(item, memo) != item:
+                if _redacted_item(key, item, memo) != item:
                     return False
             elif isinstance(item, (dict, list, tuple)):
                 stack.append(item)
     return True
+
+
+def _redacted_item(key: object, item: str, memo: dict[str, str] | None) -> str:
+    """One string of a structure: whole when its key names a secret, else its text
+    redacted (through ``memo`` when there is one)."""
+    kind = _secret_key_kind(key) if item and isinstance(key, str) else None
+    if kind is not None:
+        return item if _is_marker(item) else _marker(kind)
+    return redact_text(item) if memo is None else redact_shared(item, memo)
 
 
 def redact_shared(text: str, memo: dict[str, str]) -> str:
