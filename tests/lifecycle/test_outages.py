@@ -5,7 +5,6 @@ sweep queues the missed work once Redis is back, a real worker does it)."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,25 +23,9 @@ from lifecycle.models import LifecycleEvent, Session
 from memory.models import Summary
 from sessionhub.celery import app as celery_app
 from tests.conftest import claude_code_hooks
+from tests.reliability.helpers import free_port, wait_http
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def wait_for(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            requests.get(url, timeout=1)
-            return
-        except requests.ConnectionError:
-            time.sleep(0.2)
-    raise RuntimeError(f"{url} did not come up")
 
 
 def test_database_down_is_503_with_retry_after() -> None:
@@ -62,7 +45,7 @@ def test_database_down_is_503_with_retry_after() -> None:
         stderr=subprocess.PIPE,
     )
     try:
-        wait_for(f"http://127.0.0.1:{port}/healthz")
+        wait_http(f"http://127.0.0.1:{port}/healthz")
         response = requests.post(
             f"http://127.0.0.1:{port}/api/v1/hooks/claude-code",
             json=claude_code_hooks("basic")[0],

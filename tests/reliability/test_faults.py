@@ -39,6 +39,7 @@ from lifecycle.models import EventKind, LifecycleEvent, Session
 from memory.models import Observation, Summary
 from sessionhub.models import Team
 from tests.conftest import claude_code_hooks
+from tests.integrations.test_hook_client_e2e import HookClient
 
 from .helpers import (
     REPO,
@@ -55,8 +56,6 @@ from .helpers import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 
 
 @pytest.fixture(autouse=True)
@@ -401,47 +400,6 @@ def test_worker_killed_mid_summary_the_task_runs_again_and_one_summary_exists(
 # --- PostgreSQL restarted while the hook client replays -------------------------------------
 
 
-class HookClient:
-    """sessionhub_hook.py as Claude Code runs it: one process per hook, JSON on stdin."""
-
-    def __init__(self, root: Path, url: str, token: str) -> None:
-        home = root / "home"
-        home.mkdir(parents=True, exist_ok=True)
-        self.spool = root / "spool.jsonl"
-        self.home = home
-        self.env = {
-            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-            "HOME": str(home),
-            "LANG": "C.UTF-8",
-            "SESSIONHUB_URL": url,
-            "SESSIONHUB_TOKEN": token,
-            "SESSIONHUB_SPOOL": str(self.spool),
-            "SESSIONHUB_TIMEOUT": "4",
-        }
-
-    def run(self, hook: dict[str, Any] | None, *args: str) -> subprocess.CompletedProcess[str]:
-        done = subprocess.run(
-            [sys.executable, str(CLIENT), *args],
-            input="" if hook is None else json.dumps(hook),
-            capture_output=True,
-            text=True,
-            env=self.env,
-            cwd=self.home,
-            timeout=60,
-            check=False,
-        )
-        assert done.returncode == 0, done.stderr  # the hook never fails the agent
-        return done
-
-    def spooled(self) -> int:
-        paths = [self.spool, *self.spool.parent.glob(self.spool.name + ".pending-*")]
-        return sum(1 for p in paths if p.exists() for x in p.read_text().splitlines() if x.strip())
-
-    def log(self) -> str:
-        path = self.home / ".sessionhub" / "hook.log"
-        return path.read_text() if path.exists() else ""
-
-
 def test_postgres_cut_mid_replay_the_hook_client_spools_and_every_event_lands_once(
     team: Team, token: str, tmp_path: Path
 ) -> None:
@@ -457,7 +415,7 @@ def test_postgres_cut_mid_replay_the_hook_client_spools_and_every_event_lands_on
         SESSIONHUB_RETRY_AFTER_SECONDS="1",
     )
     web, url = gunicorn(env, tmp_path / "web.log")
-    client = HookClient(tmp_path, url, token)
+    client = HookClient(tmp_path, url, token, timeout=4)
     try:
         sessions = sessions_like("compact", 2, "pg") + sessions_like("basic", 2, "pg")
         lines = [line for session in sessions for line in session]
@@ -470,14 +428,14 @@ def test_postgres_cut_mid_replay_the_hook_client_spools_and_every_event_lands_on
             if i == restore_at:
                 # Down for a few seconds in all, then PostgreSQL is "back".
                 time.sleep(max(0.0, 4 - (time.monotonic() - cut_started)))
-                spooled_during_cut = client.spooled()
+                spooled_during_cut = len(client.spooled())
                 proxy.restore()
             done = client.run(line)
             assert done.stderr == ""
         assert spooled_during_cut >= 1, client.log()
         flushed = client.run(None, "flush")
         assert "waiting 0" in flushed.stdout, (flushed.stdout, client.log())
-        assert client.spooled() == 0
+        assert client.spooled() == []
         log = client.log()
         assert "503" in log or "spool" in log, log
         print(
