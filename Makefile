@@ -74,3 +74,7 @@ clean: ## Remove the virtualenv, caches and the local SQLite database
 .PHONY: superuser
 superuser: install .env ## Create a Django admin user for the dashboard and admin
 	$(BIN)/python manage.py createsuperuser
+
+.PHONY: bench-scale
+bench-scale: install ## Request costs at 1k/100k/1M sessions and 0/1M/10M events (about 20 minutes)
+	$(BIN)/python bench/scale.py $(BENCH_ARGS)
