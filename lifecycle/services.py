@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 from memory.continuity import pins_release
 from memory.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.models import ApiToken, Team
+from sessionhub.resilience import breaker_for, throttled
 
 from . import state
 from .adapters import EventInvalid, NormalizedEvent
@@ -1036,19 +1037,34 @@ def session_for_continuity(
 
 
 def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:
-    """Queue memory processing; a broker outage leaves the work to the outbox sweep."""
+    """Queue memory processing; a broker outage leaves the work to the outbox sweep.
+
+    The sessions stay marked (``memory_dirty_at``) until their work is done, so nothing is
+    lost by not queueing: after a first failure the broker's circuit breaker skips the
+    publish at once, and the outage is logged once per interval, not per request.
+    """
     from memory.tasks import process_session
 
+    ids = list(session_ids)
+    conf = process_session.app.conf
+    breaker = None if conf.task_always_eager else breaker_for(conf.broker_url)
+    if breaker is not None and not breaker.available:
+        throttled.warning(
+            "broker", "broker at %s unavailable; the outbox sweep will queue the work", breaker.name
+        )
+        return 0
     queued = 0
-    for session_id in session_ids:
+    for session_id in ids:
         try:
             process_session.apply_async((session_id,), countdown=countdown or None)
             queued += 1
-        except Exception:
-            logger.warning(
-                "could not queue work for session %s; the outbox sweep will",
-                session_id,
-                exc_info=True,
+        except Exception as exc:  # noqa: BLE001 - the outbox keeps the work
+            if breaker is not None:
+                breaker.failed(exc)
+            throttled.warning(
+                "broker",
+                "could not queue work (%s); the outbox sweep will queue it",
+                exc.__class__.__name__,
             )
             break
     return queued

@@ -395,7 +395,7 @@ def test_rate_limits_are_per_token_with_retry_after(
     assert second.get("/api/v1/sessions").status_code == 200
 
 
-def test_rate_limit_fails_open_when_the_cache_is_away(
+def test_api_answers_when_the_rate_limit_cache_is_away(
     team: Team, make_token: Any, settings: Any
 ) -> None:
     settings.CACHES = {
