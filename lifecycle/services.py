@@ -41,6 +41,8 @@ from .selectors import newest_first
 logger = logging.getLogger(__name__)
 
 ACCEPTED, DUPLICATE, REJECTED = "accepted", "duplicate", "rejected"
+# Internal to events_store: answered as REJECTED with the code below.
+CONFLICT = "conflict"
 
 
 @dataclass(slots=True)
@@ -101,6 +103,13 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
     if valid:
         stored = events_store(team=team, events=[event for _, event in valid], received_at=now)
         for (index, _), (status, session_id) in zip(valid, stored, strict=True):
+            if status == CONFLICT:
+                result = results[index]
+                result.status = REJECTED
+                result.field = "event_id"
+                result.reason = "repeats an event id of this batch with a different body"
+                result.code = "event_id_conflict"
+                continue
             results[index].status = status
             results[index].session_id = session_id
     embedded_housekeeping(now)
@@ -187,10 +196,14 @@ def events_store(
     in_batch: set[str] = set()
     started: set[Any] = {s.pk for s in sessions.values() if s.has_start}
     outcome: list[tuple[str, str | None]] = [(DUPLICATE, None)] * len(events)
+    conflicting = _conflicting(events)
     # Time order, so "the second start is a resume" holds for a shuffled batch too.
     order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
     for position, i in enumerate(order):
         event = events[i]
+        if i in conflicting:
+            outcome[i] = (CONFLICT, None)
+            continue
         session = _session_of(event, sessions, by_key)
         outcome[i] = (DUPLICATE, str(session.pk) if session else None)
         if event.event_id in in_batch:
@@ -281,6 +294,19 @@ def events_store(
         delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
         transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
     return outcome
+
+
+def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:
+    """Indexes of events that repeat an earlier event id of the batch with a different
+    body: the first one is stored, these are refused (an identical repeat is a
+    duplicate, as it would be in a later request)."""
+    first: dict[str, int] = {}
+    conflicting: set[int] = set()
+    for i, event in enumerate(events):
+        j = first.setdefault(event.event_id, i)
+        if j != i and event != events[j]:
+            conflicting.add(i)
+    return conflicting
 
 
 # What ingestion changes on a session row (never its team, agent, source or identity).
