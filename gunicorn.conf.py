@@ -8,6 +8,11 @@ GUNICORN_WORKERS / GUNICORN_THREADS.
 import multiprocessing
 import os
 
+# Web processes only publish to the broker (after commit, a few bytes): a hung Redis
+# must not hold a request for the worker's 2 s. Read by the settings in each worker.
+os.environ.setdefault("BROKER_CONNECT_TIMEOUT", "0.25")
+os.environ.setdefault("BROKER_SOCKET_TIMEOUT", "0.25")
+
 bind = os.environ.get("GUNICORN_BIND", "0.0.0.0:8000")
 workers = int(os.environ.get("GUNICORN_WORKERS", multiprocessing.cpu_count() + 1))
 threads = int(os.environ.get("GUNICORN_THREADS", 4))

@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils.functional import cached_property
 from django.utils.html import format_html
 
+from sessionhub.admin import TeamScopedAdmin
 from sessionhub.errors import ApiError
 
 from .models import Agent, LifecycleEvent, Session
@@ -52,7 +53,7 @@ class EstimatedCountPaginator(Paginator):
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(TeamScopedAdmin):
     list_display = [
         "name",
         "external_id",
@@ -137,7 +138,7 @@ class ContinueForm(forms.Form):
 
 
 @admin.register(Session)
-class SessionAdmin(admin.ModelAdmin):
+class SessionAdmin(TeamScopedAdmin):
     list_display = [
         "external_id",
         "agent",
@@ -293,7 +294,7 @@ class SessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(LifecycleEvent)
-class LifecycleEventAdmin(admin.ModelAdmin):
+class LifecycleEventAdmin(TeamScopedAdmin):
     """The log is append-only: nothing here can add, change or delete an event."""
 
     list_display = [

@@ -28,6 +28,7 @@ from psycopg.types.json import Jsonb
 from memory.continuity import pins_release
 from memory.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.models import ApiToken, Team
+from sessionhub.resilience import breaker_for, throttled
 
 from . import state
 from .adapters import EventInvalid, NormalizedEvent
@@ -40,6 +41,8 @@ from .selectors import newest_first
 logger = logging.getLogger(__name__)
 
 ACCEPTED, DUPLICATE, REJECTED = "accepted", "duplicate", "rejected"
+# Internal to events_store: answered as REJECTED with the code below.
+CONFLICT = "conflict"
 
 
 @dataclass(slots=True)
@@ -100,6 +103,13 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
     if valid:
         stored = events_store(team=team, events=[event for _, event in valid], received_at=now)
         for (index, _), (status, session_id) in zip(valid, stored, strict=True):
+            if status == CONFLICT:
+                result = results[index]
+                result.status = REJECTED
+                result.field = "event_id"
+                result.reason = "repeats an event id of this batch with a different body"
+                result.code = "event_id_conflict"
+                continue
             results[index].status = status
             results[index].session_id = session_id
     embedded_housekeeping(now)
@@ -186,10 +196,14 @@ def events_store(
     in_batch: set[str] = set()
     started: set[Any] = {s.pk for s in sessions.values() if s.has_start}
     outcome: list[tuple[str, str | None]] = [(DUPLICATE, None)] * len(events)
+    conflicting = _conflicting(events)
     # Time order, so "the second start is a resume" holds for a shuffled batch too.
     order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
     for position, i in enumerate(order):
         event = events[i]
+        if i in conflicting:
+            outcome[i] = (CONFLICT, None)
+            continue
         session = _session_of(event, sessions, by_key)
         outcome[i] = (DUPLICATE, str(session.pk) if session else None)
         if event.event_id in in_batch:
@@ -280,6 +294,19 @@ def events_store(
         delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
         transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
     return outcome
+
+
+def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:
+    """Indexes of events that repeat an earlier event id of the batch with a different
+    body: the first one is stored, these are refused (an identical repeat is a
+    duplicate, as it would be in a later request)."""
+    first: dict[str, int] = {}
+    conflicting: set[int] = set()
+    for i, event in enumerate(events):
+        j = first.setdefault(event.event_id, i)
+        if j != i and event != events[j]:
+            conflicting.add(i)
+    return conflicting
 
 
 # What ingestion changes on a session row (never its team, agent, source or identity).
@@ -1036,19 +1063,34 @@ def session_for_continuity(
 
 
 def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:
-    """Queue memory processing; a broker outage leaves the work to the outbox sweep."""
+    """Queue memory processing; a broker outage leaves the work to the outbox sweep.
+
+    The sessions stay marked (``memory_dirty_at``) until their work is done, so nothing is
+    lost by not queueing: after a first failure the broker's circuit breaker skips the
+    publish at once, and the outage is logged once per interval, not per request.
+    """
     from memory.tasks import process_session
 
+    ids = list(session_ids)
+    conf = process_session.app.conf
+    breaker = None if conf.task_always_eager else breaker_for(conf.broker_url)
+    if breaker is not None and not breaker.available:
+        throttled.warning(
+            "broker", "broker at %s unavailable; the outbox sweep will queue the work", breaker.name
+        )
+        return 0
     queued = 0
-    for session_id in session_ids:
+    for session_id in ids:
         try:
             process_session.apply_async((session_id,), countdown=countdown or None)
             queued += 1
-        except Exception:
-            logger.warning(
-                "could not queue work for session %s; the outbox sweep will",
-                session_id,
-                exc_info=True,
+        except Exception as exc:  # noqa: BLE001 - the outbox keeps the work
+            if breaker is not None:
+                breaker.failed(exc)
+            throttled.warning(
+                "broker",
+                "could not queue work (%s); the outbox sweep will queue it",
+                exc.__class__.__name__,
             )
             break
     return queued

@@ -10,6 +10,8 @@ from django.db.models import Count, QuerySet
 from django.http import HttpRequest
 from django.urls import reverse
 
+from sessionhub.admin import TeamScopedAdmin
+
 from .models import (
     ContinuityRecord,
     LlmUsage,
@@ -22,7 +24,7 @@ from .models import (
 )
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(TeamScopedAdmin):
     """Viewable, never added, changed or deleted through the admin."""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
@@ -41,7 +43,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 
 @admin.register(Pin)
-class PinAdmin(admin.ModelAdmin):
+class PinAdmin(TeamScopedAdmin):
     list_display = [
         "label",
         "agent",
@@ -60,7 +62,7 @@ class PinAdmin(admin.ModelAdmin):
 
 
 @admin.register(StreamTail)
-class StreamTailAdmin(admin.ModelAdmin):
+class StreamTailAdmin(TeamScopedAdmin):
     list_display = ["session", "team", "captured_at", "token_count"]
     list_filter = ["team"]
     search_fields = ["text", "final_message", "session__external_id"]
@@ -70,7 +72,7 @@ class StreamTailAdmin(admin.ModelAdmin):
 
 
 @admin.register(Observation)
-class ObservationAdmin(admin.ModelAdmin):
+class ObservationAdmin(TeamScopedAdmin):
     list_display = ["tool_name", "session", "occurred_at", "failed", "input_digest"]
     list_filter = ["failed", "tool_name", "team"]
     search_fields = ["tool_name", "input_digest", "output_digest", "session__external_id"]
@@ -80,7 +82,7 @@ class ObservationAdmin(admin.ModelAdmin):
 
 
 @admin.register(Summary)
-class SummaryAdmin(admin.ModelAdmin):
+class SummaryAdmin(TeamScopedAdmin):
     list_display = ["session", "team", "method", "llm_tokens", "fallback_reason", "updated_at"]
     list_filter = ["method", "team"]
     search_fields = [*Summary.SECTIONS, "final_message", "session__external_id"]
@@ -90,7 +92,7 @@ class SummaryAdmin(admin.ModelAdmin):
 
 
 @admin.register(SessionFeatures)
-class SessionFeaturesAdmin(admin.ModelAdmin):
+class SessionFeaturesAdmin(TeamScopedAdmin):
     list_display = ["session", "team", "topics", "pending", "updated_at"]
     list_filter = ["team"]
     search_fields = ["session__external_id"]
@@ -145,7 +147,7 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
 
 
 @admin.register(LlmUsage)
-class LlmUsageAdmin(admin.ModelAdmin):
+class LlmUsageAdmin(TeamScopedAdmin):
     list_display = ["team", "day", "tokens", "calls"]
     list_filter = ["team"]
     date_hierarchy = "day"
@@ -154,6 +156,8 @@ class LlmUsageAdmin(admin.ModelAdmin):
 
 @admin.register(TaskFailure)
 class TaskFailureAdmin(ReadOnlyAdmin):
+    # A failure belongs to no team (its arguments may name any): superusers only.
+    team_field = None
     list_display = ["task_name", "task_id", "exception", "occurred_at"]
     list_filter = ["task_name"]
     search_fields = ["exception", "task_id"]

@@ -107,7 +107,8 @@ class AgentPinsApi(APIView):
     """An agent's pins: list (``?all=1`` includes unpinned ones) and create."""
 
     def get_permissions(self) -> list[Any]:
-        self.required_scope = "read" if self.request.method == "GET" else "ingest"
+        # Creating answers with the pin: a write that reads (sessionhub/permissions.py).
+        self.required_scope = "read" if self.request.method == "GET" else ("ingest", "read")
         return super().get_permissions()
 
     @extend_schema(responses={200: PinSerializer(many=True), 404: _ERROR})
@@ -148,7 +149,8 @@ class AgentPinsApi(APIView):
 class PinDetailApi(APIView):
     """Change or unpin one pin."""
 
-    required_scope = "ingest"
+    # Answers with the pin: an ingest-only token could read any pin by its id.
+    required_scope = ("ingest", "read")
 
     def _pin(self, request: Request, pin_id: int) -> Pin:
         pin = Pin.objects.filter(team=request.user.team, pk=pin_id).select_related("agent").first()
@@ -335,7 +337,8 @@ class ContinueRequestSerializer(serializers.Serializer):
 class SessionContinueApi(APIView):
     """Manual continue: this session inherits from a chosen one, whatever its score."""
 
-    required_scope = "ingest"
+    # The caller picks the source: with ingest alone it could read any session's memory.
+    required_scope = ("ingest", "read")
 
     @extend_schema(
         request=ContinueRequestSerializer,

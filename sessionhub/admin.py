@@ -1,5 +1,10 @@
 """Admin for teams, members and tokens (a new token is shown once, at creation), and the
-read-only audit log of every change made through the admin."""
+read-only audit log of every change made through the admin.
+
+Staff who are not superusers see only their own teams' objects: every model admin of
+the project derives from :class:`TeamScopedAdmin`, which filters the lists, the objects
+that can be opened, the choices of every foreign key and the team filters.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +13,67 @@ from typing import Any
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.models import CHANGE, LogEntry
+from django.db.models import Model, QuerySet
 from django.http import HttpRequest
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
 from .models import ApiToken, Membership, Team, hash_token
+
+
+def admin_team_ids(request: HttpRequest) -> list[int] | None:
+    """The teams whose objects the admin shows this user; None for every team."""
+    user = request.user
+    if getattr(user, "is_superuser", False):
+        return None
+    cached = getattr(request, "_admin_team_ids", None)
+    if cached is None:
+        cached = list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
+        request._admin_team_ids = cached  # type: ignore[attr-defined]
+    return cached
+
+
+def _team_path(model: type[Model]) -> str | None:
+    if model is Team:
+        return "pk"
+    names = {f.name for f in model._meta.get_fields()}
+    return "team" if "team" in names else None
+
+
+class TeamScopedAdmin(admin.ModelAdmin):
+    """A model admin that shows staff who are not superusers only their teams' objects.
+
+    ``team_field``: the path from the model to its team (``None``: superusers only).
+    """
+
+    team_field: str | None = "team"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Any]:
+        queryset = super().get_queryset(request)
+        teams = admin_team_ids(request)
+        if teams is None:
+            return queryset
+        if self.team_field is None:
+            return queryset.none()
+        return queryset.filter(**{f"{self.team_field}__in": teams})
+
+    def formfield_for_foreignkey(self, db_field: Any, request: HttpRequest, **kwargs: Any) -> Any:
+        teams = admin_team_ids(request)
+        path = _team_path(db_field.related_model)
+        if teams is not None and path is not None:
+            kwargs["queryset"] = db_field.related_model._default_manager.filter(
+                **{f"{path}__in": teams}
+            )
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
+
+    def get_list_filter(self, request: HttpRequest) -> Any:
+        # The plain related filter lists every team there is; this one only the teams of
+        # the objects shown.
+        return [
+            ("team", admin.RelatedOnlyFieldListFilter) if item == "team" else item
+            for item in super().get_list_filter(request)
+        ]
 
 
 class MembershipInline(admin.TabularInline):
@@ -23,16 +83,23 @@ class MembershipInline(admin.TabularInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(TeamScopedAdmin):
     list_display = ["slug", "name", "llm_daily_token_budget", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline]
     prepopulated_fields = {"slug": ["name"]}
     date_hierarchy = "created_at"
+    team_field = "pk"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        # A new team is outside every team a non-superuser belongs to.
+        return bool(getattr(request.user, "is_superuser", False)) and super().has_add_permission(
+            request
+        )
 
 
 @admin.register(Membership)
-class MembershipAdmin(admin.ModelAdmin):
+class MembershipAdmin(TeamScopedAdmin):
     list_display = ["user", "team", "role", "joined_at"]
     list_filter = ["role", "team"]
     search_fields = ["user__username", "user__email", "team__slug", "team__name"]
@@ -52,7 +119,7 @@ class ApiTokenForm(forms.ModelForm):
 
 
 @admin.register(ApiToken)
-class ApiTokenAdmin(admin.ModelAdmin):
+class ApiTokenAdmin(TeamScopedAdmin):
     form = ApiTokenForm
     list_display = ["name", "team", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
     list_filter = ["team", "revoked_at"]
@@ -128,6 +195,13 @@ class LogEntryAdmin(admin.ModelAdmin):
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
         return [f.name for f in LogEntry._meta.fields]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[LogEntry]:
+        # An entry names objects of any team: a non-superuser sees only their own.
+        queryset = super().get_queryset(request)
+        if getattr(request.user, "is_superuser", False):
+            return queryset
+        return queryset.filter(user=request.user)
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

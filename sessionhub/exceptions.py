@@ -42,6 +42,11 @@ class PayloadTooLarge(ApiError):
     code = "payload_too_large"
 
 
+class UnsupportedEncoding(ApiError):
+    status_code = 415
+    code = "unsupported_encoding"
+
+
 class ServiceUnavailable(ApiError):
     status_code = 503
     code = "service_unavailable"

@@ -10,6 +10,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
+from .resilience import breaker_for, redis_timeouts
+
 
 def _check_database() -> dict[str, object]:
     started = time.perf_counter()
@@ -27,14 +29,19 @@ def _check_broker() -> dict[str, object]:
         return {"ok": True, "mode": "in-process (no broker configured)"}
     import redis
 
+    # A Redis known to be away is reported at once: the probe needs no timeout of its own.
+    breaker = breaker_for(settings.REDIS_URL)
+    if not breaker.available:
+        return {"ok": False, "error": "unavailable"}
     started = time.perf_counter()
+    client = redis.Redis.from_url(settings.REDIS_URL, **redis_timeouts())
     try:
-        client = redis.Redis.from_url(
-            settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1
-        )
         client.ping()
     except Exception as exc:  # noqa: BLE001
+        breaker.failed(exc)
         return {"ok": False, "error": exc.__class__.__name__}
+    finally:
+        client.close()
     return {"ok": True, "mode": "redis", "ms": _ms(started)}
 
 

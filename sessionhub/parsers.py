@@ -1,8 +1,8 @@
 """A JSON parser that refuses what PostgreSQL or the rest of the stack would choke on.
 
-Checked before anything is stored: the size limit (413), strict UTF-8, JSON syntax,
-nesting depth, and strings that cannot be stored (NUL bytes, lone surrogates). Numbers
-are left to the field validators.
+Checked before anything is stored: no Content-Encoding (415), the size limit (413),
+strict UTF-8, JSON syntax, nesting depth, and strings that cannot be stored (NUL bytes,
+lone surrogates). Numbers are left to the field validators.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import orjson
 from django.conf import settings
 from rest_framework.parsers import BaseParser
 
-from .exceptions import PayloadTooLarge, ValidationFailed
+from .exceptions import PayloadTooLarge, UnsupportedEncoding, ValidationFailed
 
 MAX_DEPTH = 64
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -163,6 +163,14 @@ class StrictJSONParser(BaseParser):
         limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
         request = (parser_context or {}).get("request")
         if request is not None:
+            # Nothing here decodes a compressed body: taking one as plain JSON would store
+            # garbage or refuse it for the wrong reason.
+            encoding = request.META.get("HTTP_CONTENT_ENCODING")
+            if encoding and encoding.strip().lower() != "identity":
+                raise UnsupportedEncoding(
+                    "Content-Encoding is not supported; send the body uncompressed",
+                    extra={"content_encoding": encoding[:100]},
+                )
             try:
                 declared = int(request.META.get("CONTENT_LENGTH") or 0)
             except ValueError:

@@ -1,4 +1,16 @@
-"""Token scopes: each API view names the scope it needs (``required_scope``)."""
+"""Token scopes: each API view names the scope it needs (``required_scope``).
+
+What each scope may do (docs/reliability.md, "Token scopes"):
+
+* ``ingest`` — post events, and ask the continuity preamble of a session (what a gateway
+  injects at a session's start: the preamble, the sessions it drew from, the inherited
+  pins). It reads nothing else: no list, timeline, memory, export or record.
+* ``read`` — every read of the team's data.
+* Writes that answer with memory the caller chooses (create, edit or unpin a pin by id;
+  continue a session from a chosen one) need both: a write-only token could otherwise
+  read a pin by editing it with no change, or any session's memory by continuing from it.
+* ``admin`` — everything.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +23,8 @@ from .authentication import TokenUser
 
 
 class HasTokenScope(BasePermission):
-    """Allow a token that carries the view's ``required_scope`` (``read`` by default)."""
+    """Allow a token that carries the view's ``required_scope`` (``read`` by default): one
+    scope, or a tuple of scopes that are all needed."""
 
     message = "This token does not have the scope this endpoint needs"
 
@@ -20,4 +33,6 @@ class HasTokenScope(BasePermission):
         if not isinstance(user, TokenUser):
             return False
         scope = getattr(view, "required_scope", "read")
+        if isinstance(scope, tuple):
+            return all(user.token.has_scope(s) for s in scope)
         return user.token.has_scope(scope)

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "sessionhub.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -108,14 +109,22 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # --- broker and cache -----------------------------------------------------------------
 
 REDIS_URL = env.str("REDIS_URL", default="")
+# Every Redis client on the request path (cache, rate limiter, health check) gives up
+# after these; after a first failure a circuit breaker skips Redis until it answers again
+# (sessionhub/resilience.py), so a hung or stopped Redis costs a request milliseconds.
+REDIS_CONNECT_TIMEOUT = env.float("REDIS_CONNECT_TIMEOUT", default=0.25)
+REDIS_SOCKET_TIMEOUT = env.float("REDIS_SOCKET_TIMEOUT", default=0.25)
 
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "sessionhub.cache.ResilientRedisCache",
             # The cache may live apart from the broker's database (CACHE_REDIS_URL).
             "LOCATION": env.str("CACHE_REDIS_URL", default=REDIS_URL),
-            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 1},
+            "OPTIONS": {
+                "socket_connect_timeout": REDIS_CONNECT_TIMEOUT,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT,
+            },
         }
     }
 else:
@@ -140,8 +149,10 @@ CELERY_TASK_PUBLISH_RETRY = False
 CELERY_BROKER_CONNECTION_TIMEOUT = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
-    "socket_connect_timeout": 1,
-    "socket_timeout": 2,
+    "socket_connect_timeout": env.float("BROKER_CONNECT_TIMEOUT", default=1),
+    # The worker's blocking reads need more than a second; web processes, which only
+    # publish, get a shorter one from gunicorn.conf.py.
+    "socket_timeout": env.float("BROKER_SOCKET_TIMEOUT", default=2),
     "visibility_timeout": 600,
     # One connection attempt per publish: kombu would otherwise retry for seconds on the
     # request path while Redis is away.
@@ -201,6 +212,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
+# sessionhub/middleware.py: a strict Content-Security-Policy everywhere but the API docs,
+# whose viewers start with an inline script.
+CSP_EXEMPT_PATHS = ["/api/docs", "/api/redoc"]
 SESSION_COOKIE_HTTPONLY = True
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)

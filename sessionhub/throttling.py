@@ -1,13 +1,16 @@
-"""Per-token rate limits: a fixed-window counter in the cache, failing open on outage.
+"""Per-token rate limits: a fixed-window counter in Redis, counted per process while
+Redis is away.
 
 DRF's stock throttle keeps every request's timestamp in one cache value, which costs a
 large read and write per request at gateway rates; a counter per window costs one
-increment.
+increment. When Redis is hung or down (or its circuit breaker is open) each process
+counts the window itself: a token stays limited, to at most the limit per process.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from typing import Any
 
@@ -17,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
 from .authentication import TokenUser
+from .resilience import breaker_for, redis_timeouts, throttled
 
 logger = logging.getLogger(__name__)
 
@@ -29,23 +33,24 @@ def parse_rate(rate: str) -> tuple[int, int]:
     return int(count), _PERIODS[period.strip()[0]]
 
 
-_redis_client: Any = None
+_redis_clients: dict[str, Any] = {}
+
+
+def _redis_url() -> str:
+    return settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL
 
 
 def _count(key: str, ttl: int) -> int:
     """Add one to a window's counter and return it: one round trip to Redis."""
-    global _redis_client
     if settings.REDIS_URL:
-        if _redis_client is None:
+        url = _redis_url()
+        client = _redis_clients.get(url)
+        if client is None:
             import redis
 
-            _redis_client = redis.Redis.from_url(
-                settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL,
-                socket_connect_timeout=1,
-                socket_timeout=1,
-            )
+            client = _redis_clients[url] = redis.Redis.from_url(url, **redis_timeouts())
         key = f"{settings.CACHES['default'].get('KEY_PREFIX', '')}:{key}"
-        pipe = _redis_client.pipeline(transaction=False)
+        pipe = client.pipeline(transaction=False)
         pipe.incr(key)
         pipe.expire(key, ttl, nx=True)
         return int(pipe.execute()[0])
@@ -54,6 +59,26 @@ def _count(key: str, ttl: int) -> int:
     except ValueError:
         cache.add(key, 0, timeout=ttl)
         return cache.incr(key)
+
+
+class LocalWindows:
+    """The same fixed-window counters in this process's memory, for while Redis is away."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._window: int | None = None
+        self._counts: dict[str, int] = {}
+
+    def count(self, key: str, window: int) -> int:
+        with self._lock:
+            if window != self._window:  # a new window: the old counts are of no use
+                self._window = window
+                self._counts.clear()
+            self._counts[key] = self._counts.get(key, 0) + 1
+            return self._counts[key]
+
+
+_local = LocalWindows()
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -72,15 +97,27 @@ class TokenRateThrottle(BaseThrottle):
         now = time.time()
         window = int(now // self.period)
         key = f"throttle:{self.scope}:{ident}:{window}"
-        try:
-            count = _count(key, self.period + 1)
-        except Exception:  # noqa: BLE001 - a cache outage must not turn into a 500
-            logger.warning("rate-limit cache unavailable; allowing the request")
-            return True
+        count = self._count(key, window)
         if count > self.limit:
             self._wait = max(1.0, (window + 1) * self.period - now)
             return False
         return True
+
+    def _count(self, key: str, window: int) -> int:
+        if not settings.REDIS_URL:
+            return _count(key, self.period + 1)
+        breaker = breaker_for(_redis_url())
+        if breaker.available:
+            try:
+                return _count(key, self.period + 1)
+            except Exception as exc:  # noqa: BLE001 - an outage must not turn into a 500
+                breaker.failed(exc)
+        throttled.warning(
+            "rate-limit",
+            "rate limiter: Redis at %s unavailable; counting per process",
+            breaker.name,
+        )
+        return _local.count(key, window)
 
     def wait(self) -> float | None:
         return self._wait

@@ -43,7 +43,7 @@ def score(value: Any) -> str:
 
 @register.filter
 def percent(value: Any) -> str:
-    """A 0 to 1 score as a CSS width percentage."""
+    """A 0 to 1 score as a width percentage (of the score bar)."""
     try:
         return f"{max(0.0, min(1.0, float(value))) * 100:.0f}%"
     except (TypeError, ValueError):

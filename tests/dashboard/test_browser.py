@@ -71,8 +71,18 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     context.set_default_timeout(15_000)
     page = context.new_page()
+    # Every page runs under the Content-Security-Policy: Chromium reports each thing it
+    # refused (an inline script or style, a foreign source) on the console.
+    refused: list[str] = []
+    page.on(
+        "console",
+        lambda message: (
+            refused.append(message.text) if "Content Security Policy" in message.text else None
+        ),
+    )
     yield page
     context.close()
+    assert refused == [], refused
 
 
 def shot(page: Any, name: str) -> None:

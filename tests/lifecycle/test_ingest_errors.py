@@ -234,3 +234,22 @@ def test_non_json_content_type_is_415(api: APIClient) -> None:
     )
     assert_error(response, 415)
     assert_nothing_stored()
+
+
+@pytest.mark.parametrize("encoding", ["br", "gzip", "deflate", "zstd", "gzip, br", "x-made-up"])
+@pytest.mark.parametrize("path", ["events", "hooks/claude-code", "hooks/openclaw"])
+def test_a_content_encoding_the_server_does_not_decode_is_415(
+    api: APIClient, path: str, encoding: str
+) -> None:
+    """Before: ``Content-Encoding: br`` with a plain body was taken as plain JSON."""
+    body = json.dumps(GOOD).encode()
+    response = raw_post(api, path, body, HTTP_CONTENT_ENCODING=encoding)
+    error = assert_error(response, 415, "unsupported_encoding")
+    assert error["extra"] == {"content_encoding": encoding}
+    assert_nothing_stored()
+
+
+def test_identity_encoding_is_plain_json(api: APIClient) -> None:
+    response = raw_post(api, "events", json.dumps(GOOD).encode(), HTTP_CONTENT_ENCODING="identity")
+    assert response.status_code == 200, response.content
+    assert LifecycleEvent.objects.count() == 1

@@ -247,3 +247,104 @@ def service_env(**extra: str) -> dict[str, str]:
     )
     env.update(extra)
     return env
+
+
+NGINX_CONF = REPO / "deploy" / "nginx.conf"
+
+
+def render_nginx_conf(*, listen_port: int, upstream_port: int, workdir: Path) -> str:
+    """deploy/nginx.conf as this machine runs it: only the lines marked ``deployment:``
+    change (listen address, upstream, pid and temporary paths). A marked line that no
+    longer matches fails here, so the test never runs a configuration of its own."""
+    text = NGINX_CONF.read_text()
+    swaps = [
+        ("server web:8000;", f"server 127.0.0.1:{upstream_port};", 1),
+        ("listen 8080;", f"listen 127.0.0.1:{listen_port};", 1),
+        ("pid /tmp/nginx.pid;", f"pid {workdir}/nginx.pid;", 1),
+        ("_temp_path /tmp/nginx-", f"_temp_path {workdir}/nginx-", 5),
+    ]
+    for old, new, count in swaps:
+        found = text.count(old)
+        if found != count:
+            raise AssertionError(f"deploy/nginx.conf: expected {count} x {old!r}, found {found}")
+        text = text.replace(old, new)
+    return text
+
+
+class Nginx:
+    """deploy/nginx.conf in front of a local upstream, in the foreground, as a child."""
+
+    def __init__(self, upstream_port: int, log: Path) -> None:
+        binary = shutil.which("nginx") or (
+            "/usr/sbin/nginx" if Path("/usr/sbin/nginx").exists() else None
+        )
+        if binary is None:
+            raise AssertionError("!!! nginx is not installed (.ci/run installs Debian's nginx) !!!")
+        self.binary = binary
+        self.port = free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix="sessionhub-nginx-"))
+        self.dir.chmod(0o755)  # nginx's workers may run as another user
+        self.conf = self.dir / "nginx.conf"
+        self.conf.write_text(
+            render_nginx_conf(listen_port=self.port, upstream_port=upstream_port, workdir=self.dir)
+        )
+        self.log = log
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> None:
+        checked = subprocess.run(
+            [self.binary, "-t", "-p", str(self.dir), "-c", str(self.conf)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if checked.returncode != 0:
+            raise AssertionError(f"nginx refuses deploy/nginx.conf:\n{checked.stderr}")
+        self.process = subprocess.Popen(
+            [self.binary, "-p", str(self.dir), "-c", str(self.conf), "-g", "daemon off;"],
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+
+        def listening() -> bool:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.3).close()
+                return True
+            except OSError:
+                return False
+
+        wait_until(listening, 15, 0.05)
+
+    def close(self) -> None:
+        if self.process is not None:
+            stop_process(self.process)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def gunicorn_as_deployed(
+    env: dict[str, str], log: Path, *, workers: int = 2
+) -> tuple[subprocess.Popen[bytes], int]:
+    """gunicorn with the repository's gunicorn.conf.py (as the Dockerfile runs it) on a
+    free port of 127.0.0.1; returns the process (its own group) and the port."""
+    port = free_port()
+    env = {
+        **env,
+        "GUNICORN_BIND": f"127.0.0.1:{port}",
+        "GUNICORN_WORKERS": str(workers),
+        "GUNICORN_THREADS": env.get("GUNICORN_THREADS", "4"),
+    }
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "sessionhub.wsgi", "--config", "gunicorn.conf.py"],
+        cwd=REPO,
+        env=env,
+        stdout=log.open("ab"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    wait_http(f"http://127.0.0.1:{port}/healthz", timeout=60)
+    return process, port

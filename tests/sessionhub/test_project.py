@@ -161,6 +161,23 @@ def test_docker_compose_has_every_service_and_setting() -> None:
     assert (REPO / "Dockerfile").exists()
 
 
+def test_docker_compose_publishes_only_the_buffering_proxy() -> None:
+    """Slow clients meet nginx (deploy/nginx.conf), never gunicorn directly."""
+    services = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
+    published = {name for name, service in services.items() if service.get("ports")}
+    assert published == {"proxy"}
+    proxy = services["proxy"]
+    assert proxy["image"].startswith("nginx:")
+    assert "./deploy/nginx.conf:/etc/sessionhub/nginx.conf:ro" in proxy["volumes"]
+    assert proxy["command"][:3] == ["nginx", "-c", "/etc/sessionhub/nginx.conf"]
+    assert proxy["depends_on"]["web"]["condition"] == "service_healthy"
+    assert "healthcheck" in proxy
+    conf = (REPO / "deploy" / "nginx.conf").read_text()
+    assert "server web:8000;" in conf and "listen 8080;" in conf
+    for directive in ("client_body_timeout", "client_header_timeout", "proxy_request_buffering on"):
+        assert directive in conf, directive
+
+
 def test_beat_schedule_names_real_tasks() -> None:
     from django.conf import settings
 

@@ -1,0 +1,183 @@
+"""Slow and stalled clients against the production front: deploy/nginx.conf before
+gunicorn (the repository's gunicorn.conf.py) on PostgreSQL and Redis, the processes
+docker-compose runs, started here.
+
+200 uploads announce a body and stop sending. While they are held open, /healthz and
+single-event ingest keep answering; then nginx drops each stalled upload at its body
+timeout without passing a byte of it to the application. Errors nginx answers itself
+(413, 414, 431, 502) are in the API's one error shape. Latency figures are in
+bench/slow_clients.py and docs/reliability.md; nothing here is timed.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from lifecycle.models import LifecycleEvent
+from sessionhub.services import api_token_create, team_get_or_create
+
+from .helpers import (
+    Nginx,
+    current_database_url,
+    gunicorn_as_deployed,
+    needs_postgres_and_redis,
+    redis_server,
+    service_env,
+    stop_process,
+)
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+STALLED = 200
+# Far below nginx's 10 s body timeout: an answer that waited for the stalled uploads to
+# be dropped would miss it. A liveness bound, not a latency figure.
+ANSWER_WITHIN = 5.0
+
+
+@pytest.fixture(autouse=True)
+def _real_services() -> None:
+    reason = needs_postgres_and_redis()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with redis_server() as redis:
+        env = service_env(DATABASE_URL=current_database_url(), REDIS_URL=redis.url)
+        web, web_port = gunicorn_as_deployed(env, tmp_path / "gunicorn.log", workers=2)
+        front = Nginx(web_port, tmp_path / "nginx.log")
+        try:
+            front.start()
+            yield {"url": front.url, "port": front.port, "web": web, "nginx": front}
+        finally:
+            front.close()
+            stop_process(web)
+
+
+def _event(n: int) -> dict[str, Any]:
+    return {
+        "event_id": f"slow-{n}-{uuid.uuid4().hex[:8]}",
+        "kind": "prompt",
+        "occurred_at": datetime.now(UTC).isoformat(),
+        "agent_id": "slowtest",
+        "session_id": "slow-clients-session",
+        "text": f"prompt {n}",
+    }
+
+
+def _stall(port: int, path: str, headers: dict[str, str], announced: int) -> socket.socket:
+    """Send a request head that announces ``announced`` bytes, then a tenth of them."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+    head = f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: {announced}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    sock.sendall(head.encode() + b'{"event_id": "' + b"x" * (announced // 10))
+    sock.setblocking(False)
+    return sock
+
+
+def _assert_error_shape(response: requests.Response, status: int, code: str) -> None:
+    assert response.status_code == status, (response.status_code, response.text[:300])
+    assert response.headers["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"message", "code", "extra"}, body
+    assert body["code"] == code and body["extra"] == {}
+
+
+def test_stalled_uploads_do_not_stall_anyone_else(stack: dict[str, Any]) -> None:
+    team = team_get_or_create(slug="acme", name="Acme")
+    _, token = api_token_create(team=team, name="gw", scopes=["ingest", "read"])
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    url, port = stack["url"], stack["port"]
+
+    # 180 stalled event uploads with a valid token, 20 stalled logins (no token needed).
+    stalled = [_stall(port, "/api/v1/events", auth, 4000) for _ in range(STALLED - 20)]
+    stalled += [
+        _stall(port, "/accounts/login/", {"Content-Type": "application/x-www-form-urlencoded"}, 500)
+        for _ in range(20)
+    ]
+
+    answered: list[str] = []
+    with requests.Session() as http:
+        for n in range(40):
+            health = http.get(f"{url}/healthz", timeout=ANSWER_WITHIN)
+            assert health.status_code == 200, health.text
+            assert health.json()["status"] == "ok"
+            event = _event(n)
+            posted = http.post(
+                f"{url}/api/v1/events", data=json.dumps(event), headers=auth, timeout=ANSWER_WITHIN
+            )
+            assert posted.status_code == 200, posted.text
+            assert posted.json()["accepted"] == 1
+            answered.append(event["event_id"])
+    # Every stalled upload was still open while the others were answered.
+    readable, _, _ = select.select(stalled, [], [], 0)
+    assert readable == [], "a stalled upload was answered before its timeout"
+
+    # nginx drops each stalled upload at its body timeout: connection closed, no answer
+    # (nginx sends nothing on a body timeout), never a 2xx.
+    closed = 0
+    deadline = time.monotonic() + 60
+    pending = list(stalled)
+    while pending and time.monotonic() < deadline:
+        readable, _, _ = select.select(pending, [], [], 1)
+        for sock in readable:
+            try:
+                data = sock.recv(65536)
+            except ConnectionResetError:
+                data = b""
+            assert not data.startswith(b"HTTP/1.1 2"), data[:200]
+            closed += 1
+            pending.remove(sock)
+            sock.close()
+    for sock in pending:
+        sock.close()
+    assert closed == STALLED, f"{STALLED - closed} stalled uploads still open after 60 s"
+
+    # Nothing of the stalled uploads reached the application; every answered event is
+    # stored once.
+    stored = list(LifecycleEvent.objects.filter(team=team).values_list("event_id", flat=True))
+    assert sorted(stored) == sorted(answered)
+    access = stack["nginx"].log.read_text()
+    assert access.count('"POST /api/v1/events" 408') == STALLED - 20
+    assert access.count('"POST /accounts/login/" 408') == 20
+
+
+def test_errors_of_the_front_are_in_the_one_error_shape(stack: dict[str, Any]) -> None:
+    url = stack["url"]
+    with requests.Session() as http:
+        # A body past client_max_body_size, refused from its Content-Length alone.
+        big = http.post(
+            f"{url}/api/v1/events",
+            data=b"[" + b" " * (7 * 1024 * 1024) + b"]",
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
+        _assert_error_shape(big, 413, "payload_too_large")
+        _assert_error_shape(http.get(f"{url}/api/v1/{'a' * 9000}", timeout=10), 414, "uri_too_long")
+        _assert_error_shape(
+            http.get(f"{url}/healthz", headers={"X-Big": "b" * 9000}, timeout=10),
+            431,
+            "headers_too_large",
+        )
+        # The application's own errors pass through untouched.
+        _assert_error_shape(http.get(f"{url}/api/v1/nothing-here", timeout=10), 404, "not_found")
+        refused = http.get(f"{url}/api/v1/sessions", timeout=10)
+        assert refused.status_code == 401 and refused.json()["code"] == "not_authenticated"
+
+    # The application is away: nginx answers 502 in the same shape, with Retry-After.
+    stop_process(stack["web"])
+    gone = requests.get(f"{url}/healthz", timeout=10)
+    _assert_error_shape(gone, 502, "bad_gateway")
+    assert gone.headers["Retry-After"] == "5"
