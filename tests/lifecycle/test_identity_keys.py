@@ -210,3 +210,18 @@ def test_merged_agents_are_split_again_from_the_stored_facts(
         Session.objects.get(external_id="later-api-v2").agent
         == Session.objects.get(external_id="old-api-v2").agent
     )
+
+
+def test_filters_take_an_identifier_raw_or_as_stored(api: APIClient) -> None:
+    body = {"event_id": "f-1", "kind": "session_start", "agent_id": f"a-{GHP}"}
+    api.post("/api/v1/events", {**body, "session_id": f"s-{GHP}"}, format="json")
+    stored = Session.objects.get().external_id
+    assert GHP[:12] not in stored
+    for value in (f"s-{GHP}", stored):
+        found = api.get("/api/v1/sessions", {"external_id": value}).json()["results"]
+        assert [s["external_id"] for s in found] == [stored]
+    for value in (f"a-{GHP}", Agent.objects.get().external_id):
+        found = api.get("/api/v1/agents", {"external_id": value}).json()
+        assert len(found) == 1
+        found = api.get("/api/v1/sessions", {"agent_external_id": value}).json()["results"]
+        assert len(found) == 1
