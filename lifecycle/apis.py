@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from sessionhub.errors import NotFound, PayloadTooLarge, ValidationFailed, error_body
 
 from . import selectors, services
+from .adapters.base import as_key
 from .models import EndReason, LifecycleEvent, Session, SessionStatus, Source
 
 # --- ingestion ---------------------------------------------------------------------------
@@ -214,16 +215,27 @@ class UtcDateTimeFilter(django_filters.IsoDateTimeFilter):
         return super().filter(qs, value)
 
 
+class KeyFilter(django_filters.CharFilter):
+    """An identifier, raw or as stored: matched in its keyed form (``as_key``)."""
+
+    def __init__(self, *args: Any, limit: int = 200, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.limit = limit
+
+    def filter(self, qs: Any, value: Any) -> Any:
+        return super().filter(qs, as_key(value, limit=self.limit) if value else value)
+
+
 class SessionFilter(django_filters.FilterSet):
     agent = django_filters.UUIDFilter(field_name="agent_id")
-    agent_external_id = django_filters.CharFilter(field_name="agent__external_id")
+    agent_external_id = KeyFilter(field_name="agent__external_id", limit=300)
     status = django_filters.MultipleChoiceFilter(choices=SessionStatus.choices)
     source = django_filters.ChoiceFilter(choices=Source.choices)
     channel = django_filters.CharFilter()
     end_reason = django_filters.MultipleChoiceFilter(choices=EndReason.choices)
-    session_key = django_filters.CharFilter()
+    session_key = KeyFilter(limit=300)
     project = django_filters.CharFilter()
-    external_id = django_filters.CharFilter()
+    external_id = KeyFilter()
     started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
     started_before = UtcDateTimeFilter(field_name="started_at", lookup_expr="lt")
     ended_after = UtcDateTimeFilter(field_name="ended_at", lookup_expr="gte")

@@ -26,7 +26,7 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from memory.continuity import pins_release
-from memory.redaction import RULES_VERSION, redact_text, redact_value
+from memory.redaction import RULES_VERSION, redact_key, redact_text, redact_value
 from sessionhub.models import ApiToken, Team
 from sessionhub.resilience import breaker_for, throttled
 
@@ -35,6 +35,7 @@ from .adapters import EventInvalid, NormalizedEvent
 from .adapters import canonical as canonical_adapter
 from .adapters import claude_code as claude_code_adapter
 from .adapters import openclaw as openclaw_adapter
+from .adapters.base import as_key, trim_strings
 from .models import Agent, EndReason, EventKind, LifecycleEvent, Session, SessionStatus, Source
 from .selectors import newest_first
 
@@ -92,7 +93,8 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
                     index=index,
                     status=REJECTED,
                     event_id=_claimed_id(body),
-                    field=exc.field,
+                    # The field can name a key the client sent: shown as a key is stored.
+                    field=redact_key(exc.field),
                     reason=exc.reason,
                     code=exc.code,
                 )
@@ -145,14 +147,17 @@ def _claimed_id(body: Any) -> str | None:
             extra.get("event_id") if isinstance(extra, dict) else None,
         ):
             if isinstance(value, str) and len(value) <= 200:
-                return value
+                return as_key(value)  # echoed in its stored form: never a secret in clear
     return None
 
 
 def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     """Secrets go before anything is stored or queued: payload, facts and every string
-    that names the session or its agent. Redaction is deterministic, so identities made
-    of redacted strings still match from one event to the next.
+    shown about the session or its agent. The identifiers (event, session and agent ids,
+    session key, hook) come from the adapters already keyed (``adapters.base.as_key``).
+
+    Whole strings are redacted first and trimmed to ``MAX_STORED_STRING`` after, so a cut
+    can never keep the head of a secret whose tail would have let a rule recognise it.
 
     One memo for the whole event: facts repeat payload strings (a prompt's text, a
     turn's last message, the tool name) and the working directory is in both the payload
@@ -162,17 +167,15 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     changes: dict[str, Any] = {}
     for name in ("payload", "facts"):
         value = getattr(event, name)
-        # The adapters' payload and facts are their own copies: kept when nothing changes.
-        redacted = redact_value(value, memo, copy=False)
-        if redacted is not value:
-            changes[name] = redacted
-    for name in ("agent_external_id", "agent_name", "session_key", "channel", "cwd", "project"):
+        # The adapters' payload and facts are their own: redacted in place of a copy when
+        # nothing changes, and copied by the trim in any case.
+        changes[name] = trim_strings(redact_value(value, memo, copy=False))
+    for name in ("agent_name", "channel", "cwd", "project"):
         value = getattr(event, name)
         redacted = redact_value(value, memo)
         if redacted != value:
             changes[name] = redacted
-    # Nearly every event holds no secret: then there is nothing to rebuild.
-    return replace(event, **changes) if changes else event
+    return replace(event, **changes)
 
 
 # --- storing ----------------------------------------------------------------------------
@@ -1039,6 +1042,7 @@ def session_for_continuity(
     """The session a gateway asks continuity for; a shell is made when the gateway's start
     event is still on its way (the plugin sends it in the background) and it names its agent.
     """
+    external_id = as_key(external_id)  # the gateway's raw id, keyed as ingestion keys it
     session = (
         Session.objects.select_related("agent")
         .filter(team=team, source=source, external_id=external_id)
@@ -1046,12 +1050,11 @@ def session_for_continuity(
     )
     if session is not None or not agent_external_id:
         return session
-    agent_external_id = redact_text(agent_external_id)  # as ingestion stores it
     agent, _ = Agent.objects.get_or_create(
         team=team,
         source=source,
-        external_id=agent_external_id,
-        defaults={"name": agent_external_id, "last_seen_at": timezone.now()},
+        external_id=as_key(agent_external_id, limit=300),  # as ingestion stores it
+        defaults={"name": redact_text(agent_external_id)[:300], "last_seen_at": timezone.now()},
     )
     session, _ = Session.objects.get_or_create(
         team=team, source=source, external_id=external_id, defaults={"agent": agent}

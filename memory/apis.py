@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lifecycle import selectors as lifecycle_selectors
+from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Source
 from sessionhub.exceptions import NotFound
 from sessionhub.fields import StrictCharField
@@ -92,7 +93,7 @@ class AgentListApi(APIView):
             agents = agents.filter(source=source if source in Source.values else "-")
         external_id = request.query_params.get("external_id")
         if external_id:
-            agents = agents.filter(external_id=external_id)
+            agents = agents.filter(external_id=as_key(external_id, limit=300))
         return Response(AgentSerializer(agents[:500], many=True).data)
 
 

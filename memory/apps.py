@@ -7,8 +7,16 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
-        from celery.signals import task_failure
+        import hashlib
 
+        from celery.signals import task_failure
+        from django.conf import settings
+
+        from .redaction import set_identity_key
         from .signals import record_task_failure
 
         task_failure.connect(record_task_failure, weak=False)
+        # Every process must hash identifiers alike: the key comes from settings.
+        configured = settings.SESSIONHUB.get("IDENTITY_KEY") or ""
+        key = configured or "sessionhub-identity:" + settings.SECRET_KEY
+        set_identity_key(hashlib.sha256(key.encode()).digest())

@@ -27,15 +27,26 @@ Pure Python and no Django: importable from workers, scripts and benchmarks alike
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-__all__ = ["RULES_VERSION", "contains_secret", "redact_shared", "redact_text", "redact_value"]
+__all__ = [
+    "RULES_VERSION",
+    "contains_secret",
+    "keyed_form",
+    "redact_key",
+    "redact_shared",
+    "redact_text",
+    "redact_value",
+    "set_identity_key",
+]
 
 # Stored rows record the version they were redacted with; bump on any rule change so
 # the background job knows which rows to redact again.
-RULES_VERSION = 1
+RULES_VERSION = 2
 
 _MARKER_PREFIX = "[REDACTED:"
 # One round almost always suffices; another happens only when a replacement changes
@@ -328,11 +339,30 @@ def _continues_line(text: str, index: int) -> bool:
     return bool(rest) and not rest.startswith(("#", "//", ";"))
 
 
+# What follows "name:" glued to it when the whole is a label and a place, not a key and
+# its value: "/home/alice/src/api-v2", "~/src/x", "github.com/acme/web3-app".
+_GLUED_PATH = re.compile(r"[/~]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/")
+
+
+def _is_label_and_path(m: re.Match, value: str) -> bool:
+    """``first-token:/home/alice/src/api-v2``: a hyphenated label that happens to end in a
+    secret's word, glued by a colon to a path or a host/path (SessionHub's own agent ids
+    are ``<gateway label>:<project>``, and ``create_api_token`` labels end in ``-token``)."""
+    text = m.string
+    op_start, op_end = m.span("op")
+    glued = op_start == m.end("key") and op_end == m.start("v4")
+    if text[op_start:op_end] != ":" or not glued:
+        return False
+    return text[m.start("key") - 1 : m.start("key")] == "-" and bool(_GLUED_PATH.match(value))
+
+
 def _check_assignment(m: re.Match) -> bool:
     if not _key_is_secret_name(m):
         return False
     key = m.group("key").lower()
     value, quoted = _value(m)
+    if not quoted and m.group("v4") is not None and _is_label_and_path(m, value):
+        return False
     if _is_placeholder(value) or _names_itself(value) or value.startswith("arn:"):
         return False  # an AWS resource name identifies, it does not authenticate
     if key == "pwd" and value[0] in "/~.":
@@ -859,6 +889,66 @@ def redact_text(text: str) -> str:
     return result
 
 
+# --- identifiers: keys that must keep working as keys -----------------------------------
+
+# Set once at start-up (``MemoryConfig.ready`` passes the ``IDENTITY_KEY`` setting): the
+# keyed hash has to be the same in every process, or one identity would split in two.
+_identity_key: bytes | None = None
+_KEYED_DIGEST = 20  # hex digits (80 bits): no two identifiers of a team will share one
+KEYED_SEPARATOR = "~"
+
+
+def set_identity_key(key: bytes) -> None:
+    """The secret behind :func:`keyed_form`'s hashes."""
+    global _identity_key
+    if not key:
+        raise ValueError("the identity key must not be empty")
+    _identity_key = bytes(key)
+
+
+def identity_digest(raw: str) -> str:
+    """A keyed hash of ``raw``: equal for equal strings, and useless to anyone without the
+    key for guessing what ``raw`` was (a plain hash of a short password would not be)."""
+    if _identity_key is None:
+        raise RuntimeError("memory.redaction.set_identity_key() was never called")
+    data = raw.encode("utf-8", "surrogatepass")
+    return hmac.new(_identity_key, data, hashlib.sha256).hexdigest()[:_KEYED_DIGEST]
+
+
+def keyed_form(raw: str, shown: str | None = None, *, limit: int = 200) -> str:
+    """How an identifier is stored and shown: ``raw`` itself when it holds no secret, else
+    its redacted form followed by ``~`` and a keyed hash of ``raw``.
+
+    Two identifiers that redaction would make alike (``first-token:[REDACTED:...]`` for
+    two projects) stay two keys, and a retried delivery gives the same form again, while
+    neither the database nor any answer ever holds the secret. ``shown`` is the redacted
+    form when the caller derived it (from redacted parts) itself; ``limit`` the column's
+    length, which the result never exceeds.
+    """
+    if shown is None:
+        shown = redact_text(raw)
+    if shown == raw:
+        return raw
+    suffix = KEYED_SEPARATOR + identity_digest(raw)
+    return shown[: max(0, limit - len(suffix))] + suffix
+
+
+_clean_keys: set[str] = set()
+
+
+def redact_key(key: str) -> str:
+    """A JSON object key as stored: unchanged unless it holds a secret, then keyed (two
+    secret keys of one object must not become one)."""
+    if key in _clean_keys:
+        return key
+    stored = keyed_form(key, limit=_CLEAN_MAX_LENGTH)
+    if stored is key and len(key) <= _CLEAN_MAX_LENGTH:
+        if len(_clean_keys) >= _CLEAN_MAX_ENTRIES:
+            _clean_keys.clear()
+        _clean_keys.add(key)
+    return stored
+
+
 def contains_secret(text: str) -> bool:
     """Tell cheaply whether ``redact_text`` would find anything to redact in ``text``."""
     if not _has_anchor(text):
@@ -925,7 +1015,8 @@ def _is_marker(value: str) -> bool:
 
 
 def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: bool = True) -> object:
-    """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole.
+    """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole,
+    and keys that hold a secret are stored in their keyed form (:func:`redact_key`).
 
     ``memo`` (text -> redact_text(text)), when given, is consulted and filled: values
     that share strings, such as an event's payload and the facts drawn from it, then
@@ -961,7 +1052,7 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
             else:
                 copied = item
             if isinstance(target, dict):
-                target[key] = copied
+                target[redact_key(key) if isinstance(key, str) else key] = copied
             else:
                 target.append(copied)
     return root
@@ -980,6 +1071,8 @@ def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
         else:
             return False  # a tuple
         for key, item in pairs:
+            if isinstance(key, str) and redact_key(key) is not key:
+                return False
             if isinstance(item, str):
                 if _redacted_item(key, item, memo) != item:
                     return False

@@ -28,7 +28,9 @@ def tail_words(text: str, max_tokens: int) -> str:
     """The last ``max_tokens`` whitespace-separated words: always cut on a word boundary.
 
     Words stand in for tokens: close enough for a ~100-token budget and needs no
-    tokenizer on the hot path.
+    tokenizer on the hot path. The text is the reasoning as stored, redacted whole at
+    ingestion before any cut, so a cut here cannot part a secret from the name that made
+    it recognisable (the hook client's own 2,000-character cut avoids that itself).
     """
     if max_tokens <= 0 or not text:
         return ""

@@ -283,6 +283,10 @@ SESSIONHUB = {
     "MAX_CLOCK_SKEW": timedelta(hours=env.int("SESSIONHUB_MAX_CLOCK_SKEW_HOURS", default=24)),
     "MAX_EVENT_AGE": timedelta(days=env.int("SESSIONHUB_MAX_EVENT_AGE_DAYS", default=3 * 365)),
     "RETRY_AFTER_SECONDS": env.int("SESSIONHUB_RETRY_AFTER_SECONDS", default=5),
+    # The key of the hashes that keep identifiers holding a secret apart (agent ids,
+    # session ids, event ids, JSON keys). Empty: derived from SECRET_KEY. Changing it
+    # gives such identifiers (and only those) new keys.
+    "IDENTITY_KEY": env.str("SESSIONHUB_IDENTITY_KEY", default=""),
     # lifecycle
     "CRASH_HORIZON": timedelta(minutes=env.int("SESSIONHUB_CRASH_HORIZON_MINUTES", default=240)),
     "SUSPEND_HORIZON": timedelta(days=env.int("SESSIONHUB_SUSPEND_HORIZON_DAYS", default=7)),

@@ -670,17 +670,34 @@ def _summarise(records: list[dict], sidechain: bool | None) -> tuple[str | None,
     return final, tail or None
 
 
+_TAIL_BREAKS = ("\n", ". ", "! ", "? ")
+
+
+def _may_assign(segment: str) -> bool:
+    """Whether a piece of a line holds an operator, a quote or a --flag."""
+    return any(c in segment for c in "=:\"'`") or segment.startswith("-") or " -" in segment
+
+
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
-    """Return at most `limit` trailing characters of text, starting on a whole word."""
+    """Return at most `limit` trailing characters of text, starting on a whole word, and
+    never between a secret's name and its value: when the line holds an operator, quote
+    or flag up to the first whole word (``password = "...``), the tail starts at the
+    next line or sentence instead, so the server never gets a value without its key."""
     text = text.strip()
     if len(text) <= limit:
         return text
-    cut = text[-limit:]
-    if not text[-limit - 1].isspace() and not cut[0].isspace():
-        space = next((i for i, ch in enumerate(cut) if ch.isspace()), -1)
-        if space > 0:
-            cut = cut[space:]
-    return cut.strip()
+    start = len(text) - limit
+    line_start = text.rfind("\n", 0, start) + 1
+    space = next((i for i in range(start, len(text)) if text[i].isspace()), len(text))
+    if text[start - 1].isspace():
+        space = start
+    kept = text[space:].lstrip()
+    first_word = kept.split(None, 1)[0] if kept else ""
+    if not _may_assign(text[line_start:space] + " " + first_word):
+        return kept
+    ends = [(text.find(b, start), len(b)) for b in _TAIL_BREAKS]
+    after = [at + size for at, size in ends if at != -1]
+    return text[min(after) :].strip() if after else ""
 
 
 def _normalise_text(text: str) -> str:

@@ -14,6 +14,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from lifecycle.models import EndReason
+from memory.redaction import keyed_form, redact_text
 
 EVENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=\-]{0,199}$")
 MAX_ID_LENGTH = 200
@@ -95,6 +96,26 @@ def event_identifier(value: Any, name: str = "event_id") -> str:
     if not EVENT_ID_RE.match(ident):
         raise EventInvalid(name, "must be 1-200 of A-Z a-z 0-9 . _ : @ / + = -", "invalid_id")
     return ident
+
+
+# --- identifiers as keys ------------------------------------------------------------------
+#
+# An identifier (event id, session id, session key, agent id, hook name) is a key: the
+# same raw value must always give the same stored value, and two raw values two stored
+# values. Redaction alone breaks the second (two secrets, one marker), so an identifier
+# is stored in its keyed form: itself when it holds no secret, else its redacted form plus
+# a keyed hash of the raw value (``memory.redaction.keyed_form``). The adapters validate
+# raw values, then key them; nothing downstream sees the raw identifier.
+
+
+def as_key(raw: str, *, limit: int = MAX_ID_LENGTH) -> str:
+    """An identifier as it is stored, looked up and shown ('' stays '')."""
+    return keyed_form(raw, limit=limit) if raw else ""
+
+
+def shown(raw: str) -> str:
+    """A display string made from a raw one: redacted whole, before anything is derived."""
+    return redact_text(raw) if raw else ""
 
 
 def opt_count(value: Any, name: str) -> int | None:
@@ -254,8 +275,10 @@ def normalize_git_remote(remote: str) -> str:
     Credentials in the URL never survive.
     """
     remote = remote.strip()
-    if not remote:
-        return ""
+    if not remote or any(c.isspace() for c in remote):
+        # No remote URL holds whitespace: "Authorization: Basic ..." from a git config is
+        # kept as it is, for redaction to recognise, not rewritten into "authorization/ ...".
+        return remote
     if "://" in remote:
         rest = remote.split("://", 1)[1]
         rest = rest.rsplit("@", 1)[-1] if "@" in rest.split("/", 1)[0] else rest

@@ -15,6 +15,7 @@ from memory.tails import reasoning_from_text
 from .base import (
     EventInvalid,
     NormalizedEvent,
+    as_key,
     end_reason,
     event_identifier,
     identifier,
@@ -23,7 +24,7 @@ from .base import (
     opt_str,
     parse_iso_time,
     require_dict,
-    trim_strings,
+    shown,
 )
 
 KNOWN_FIELDS = {
@@ -61,7 +62,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     unknown = sorted(set(body) - KNOWN_FIELDS)
     if unknown:
         raise EventInvalid(unknown[0], "is not a known field", "unknown_field")
-    event_id = event_identifier(body.get("event_id"))
+    event_id = as_key(event_identifier(body.get("event_id")))
     kind = opt_str(body, "kind", "kind", max_length=40)
     if kind not in EventKind.values:
         raise EventInvalid(
@@ -81,7 +82,8 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     if phase not in ("", "pre", "post", "final"):
         raise EventInvalid("phase", "must be pre, post or final", "invalid_choice")
     payload = require_dict(body.get("payload"), "payload", optional=True)
-    project = normalize_git_remote(opt_str(body, "git_remote", "git_remote")) or opt_str(
+    # Shown strings only: the project is redacted whole before a remote is normalised.
+    project = normalize_git_remote(shown(opt_str(body, "git_remote", "git_remote"))) or opt_str(
         body, "project", "project", max_length=500
     )
     cwd = opt_str(body, "cwd", "cwd")
@@ -96,7 +98,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     for key in ("previous_session_id", "next_session_id"):
         value = identifier(body.get(key), key, required=False)
         if value:
-            facts["resumed_from" if key == "previous_session_id" else key] = value
+            facts["resumed_from" if key == "previous_session_id" else key] = as_key(value)
     for key in ("message_count", "token_count"):
         value = opt_count(body.get(key), key)
         if value is not None:
@@ -123,15 +125,15 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         kind=kind,
         source=source,
         occurred_at=occurred_at,
-        agent_external_id=agent_id,
-        agent_name=opt_str(body, "agent_name", "agent_name", max_length=300) or agent_id,
-        session_external_id=session_id,
-        session_key=opt_str(body, "session_key", "session_key", max_length=300),
+        agent_external_id=as_key(agent_id, limit=300),
+        agent_name=opt_str(body, "agent_name", "agent_name", max_length=300) or shown(agent_id),
+        session_external_id=as_key(session_id),
+        session_key=as_key(opt_str(body, "session_key", "session_key", max_length=300), limit=300),
         hook="",
         phase=phase,
         channel=opt_str(body, "channel", "channel", max_length=100),
         cwd=cwd,
         project=project or cwd,
-        facts=trim_strings(facts),
-        payload=trim_strings(payload),
+        facts=facts,
+        payload=payload,
     )

@@ -3,6 +3,9 @@
 
 Claude Code names no agent: the agent is the token's gateway plus the project, and the
 project is the git remote when the client sends one, else the full working directory.
+The agent's identity is made from the raw project (credentials stripped from the remote)
+and keyed (``base.as_key``); its name and the project shown are derived from the remote
+and working directory redacted whole, never the other way round.
 """
 
 from __future__ import annotations
@@ -11,11 +14,13 @@ from datetime import datetime
 from typing import Any
 
 from lifecycle.models import EventKind, Source
+from memory.redaction import keyed_form
 from memory.tails import reasoning_from_text
 
 from .base import (
     EventInvalid,
     NormalizedEvent,
+    as_key,
     derive_event_id,
     end_reason,
     event_identifier,
@@ -24,10 +29,11 @@ from .base import (
     opt_str,
     parse_iso_time,
     require_dict,
-    trim_strings,
+    shown,
 )
 
 _START_SOURCES = {"startup", "clear", "fork"}
+_AGENT_ID_LENGTH = 300  # Agent.external_id
 
 
 _SIMPLE_KINDS = {
@@ -56,6 +62,22 @@ def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
     return _SIMPLE_KINDS.get(hook, (EventKind.OTHER, ""))
 
 
+def agent_identity(*, gateway: str, cwd: str, git_remote: str) -> tuple[str, str, str]:
+    """(agent external id, agent name, project shown) of a Claude Code project.
+
+    The identity is made from the raw facts (the remote with its credentials stripped,
+    else the working directory) and keyed; the name and project shown are derived from
+    the remote and working directory redacted whole. So redaction never decides which
+    agent a session belongs to, and nothing shown is derived from an unredacted string.
+    """
+    identity = normalize_git_remote(git_remote) or cwd
+    project = normalize_git_remote(shown(git_remote)) or shown(cwd)
+    label = shown(gateway)
+    external_id = keyed_form(f"{gateway}:{identity}", f"{label}:{project}", limit=_AGENT_ID_LENGTH)
+    name = f"{project.rstrip('/').rsplit('/', 1)[-1] or 'claude-code'} ({label})"
+    return external_id, name, project
+
+
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     """Validate and map one Claude Code hook body."""
     body = require_dict(body, "$")
@@ -68,7 +90,7 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     raw_id = extra.get("event_id")
     # The payload is the body as Claude Code wrote it: SessionHub's own block goes.
     raw = {k: v for k, v in body.items() if k != "sessionhub"} if "sessionhub" in body else body
-    event_id = (
+    event_id = as_key(
         event_identifier(raw_id, "sessionhub.event_id")
         if raw_id is not None
         else derive_event_id(Source.CLAUDE_CODE, raw)
@@ -79,8 +101,8 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         else now
     )
     cwd = opt_str(body, "cwd", "cwd")
-    remote = normalize_git_remote(opt_str(extra, "git_remote", "sessionhub.git_remote"))
-    project = remote or cwd
+    raw_remote = opt_str(extra, "git_remote", "sessionhub.git_remote")
+    agent_id, agent_name, project = agent_identity(gateway=gateway, cwd=cwd, git_remote=raw_remote)
     kind, phase = _kind_of(hook, body)
 
     facts: dict[str, Any] = {}
@@ -123,14 +145,14 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         kind=kind,
         source=Source.CLAUDE_CODE,
         occurred_at=occurred_at,
-        agent_external_id=f"{gateway}:{project}" if project else f"{gateway}:",
-        agent_name=f"{project.rstrip('/').rsplit('/', 1)[-1] or 'claude-code'} ({gateway})",
-        session_external_id=session_id,
-        hook=hook,
+        agent_external_id=agent_id,
+        agent_name=agent_name,
+        session_external_id=as_key(session_id),
+        hook=as_key(hook, limit=100),
         phase=phase,
         channel="cli",
         cwd=cwd,
         project=project,
-        facts=trim_strings(facts),
-        payload=trim_strings(raw),
+        facts=facts,
+        payload=raw,
     )

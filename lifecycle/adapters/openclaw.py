@@ -16,6 +16,7 @@ from memory.tails import reasoning_and_final, reasoning_from_text
 from .base import (
     EventInvalid,
     NormalizedEvent,
+    as_key,
     derive_event_id,
     end_reason,
     event_identifier,
@@ -24,7 +25,7 @@ from .base import (
     opt_str,
     parse_epoch_ms,
     require_dict,
-    trim_strings,
+    shown,
 )
 
 SUSPEND_REASONS = {"shutdown", "restart"}
@@ -96,7 +97,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     occurred_at = parse_epoch_ms(body["ts"], "ts", now) if body.get("ts") is not None else now
 
     raw_id = body.get("eventId", body.get("event_id"))
-    event_id = (
+    event_id = as_key(
         event_identifier(raw_id, "eventId")
         if raw_id is not None
         else derive_event_id(
@@ -125,7 +126,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     if hook == "session_start":
         resumed_from = identifier(event.get("resumedFrom"), "event.resumedFrom", required=False)
         if resumed_from:
-            facts["resumed_from"] = resumed_from
+            facts["resumed_from"] = as_key(resumed_from)
     elif hook in ("session_end", "session_suspend"):
         raw_reason = opt_str(event, "reason", "event.reason", max_length=100)
         if hook == "session_suspend" or raw_reason in SUSPEND_REASONS:
@@ -136,7 +137,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
             facts["reason_detail"] = raw_reason
             next_id = identifier(event.get("nextSessionId"), "event.nextSessionId", required=False)
             if next_id:
-                facts["next_session_id"] = next_id
+                facts["next_session_id"] = as_key(next_id)
         count = opt_count(event.get("messageCount"), "event.messageCount")
         if count is not None:
             facts["message_count"] = count
@@ -169,15 +170,15 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         kind=kind,
         source=Source.OPENCLAW,
         occurred_at=occurred_at,
-        agent_external_id=agent_id,
-        agent_name=agent_id,
-        session_external_id=session_id,
-        session_key=session_key,
-        hook=hook,
+        agent_external_id=as_key(agent_id, limit=300),
+        agent_name=shown(agent_id),
+        session_external_id=as_key(session_id),
+        session_key=as_key(session_key, limit=300),
+        hook=as_key(hook, limit=100),
         phase=phase,
         channel=channel,
         cwd=workspace,
         project=workspace,
-        facts=trim_strings(facts),
-        payload=trim_strings(payload),
+        facts=facts,
+        payload=payload,
     )
