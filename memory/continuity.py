@@ -608,12 +608,18 @@ def current_keywords(session: Session, keywords: list[str] | None, prompt: str) 
     answer, and a secret lowercased is still a secret.
     """
     if keywords:
+        words = [k for k in keywords if isinstance(k, str) and k.strip()]
+        # Redacted one by one and together: a client that splits a prompt into words also
+        # splits "password:" from the password, which then looks like any other word.
+        together = redact_text(" ".join(words))
         found = set()
-        for keyword in keywords:
-            if isinstance(keyword, str) and keyword:
-                clean = feature_lib.without_markers(redact_text(keyword)).strip().lower()
-                if clean:
-                    found.add(clean)
+        for keyword in words:
+            clean = redact_text(keyword)
+            if clean == keyword and keyword not in together:
+                continue  # redacted in its context: the word was (part of) a secret
+            clean = feature_lib.without_markers(clean).strip().lower()
+            if clean:
+                found.add(clean)
         return found
     if prompt:
         return feature_lib.keyword_set(redact_text(prompt))
