@@ -1055,13 +1055,14 @@ def _maybe_print_preamble(cfg: Config, hook: dict, event: dict, out, deadline: D
     """Continuity at the two moments it is asked for: a project-level preamble at
     SessionStart, and at the session's first prompt a preamble chosen by relevance."""
     name = _event_name(hook)
-    if name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES:
-        _print_preamble(cfg, hook, out, deadline, event)
-    elif name == "UserPromptSubmit" and _first_prompt(hook):
+    at_start = name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES
+    if at_start or (name == "UserPromptSubmit" and _first_prompt(hook)):
         _print_preamble(cfg, hook, out, deadline, event)
 
 
-def _print_preamble(cfg: Config, hook: dict, out, deadline: Deadline, event: dict | None = None) -> None:  # type: ignore[no-untyped-def]
+def _print_preamble(  # type: ignore[no-untyped-def]
+    cfg: Config, hook: dict, out, deadline: Deadline, event: dict | None = None
+) -> None:
     """Ask for the continuity preamble and print it the way the hook adds context
     (``hookSpecificOutput.additionalContext`` of SessionStart or UserPromptSubmit)."""
     session_id = hook.get("session_id")
