@@ -279,12 +279,20 @@ class ContinuityRequestSerializer(serializers.Serializer):
         child=StrictCharField(max_length=100), required=False, max_length=200
     )
     prompt = StrictCharField(required=False, allow_blank=True, max_length=100_000)
+    event = serializers.JSONField(
+        required=False,
+        help_text="An event of this session in the source's own shape (a Claude Code hook "
+        "body, an OpenClaw hook body, a canonical event), usually its start: stored as "
+        "ingestion stores it (a duplicate when it already came), so continuity works "
+        "whether or not the start has landed",
+    )
 
 
 class ContinuityAnswerSerializer(serializers.Serializer):
     record_id = serializers.IntegerField()
     session_id = serializers.UUIDField()
     trigger = serializers.CharField()
+    stage = serializers.CharField(allow_blank=True)
     preamble = serializers.CharField(allow_blank=True)
     sources = serializers.ListField(child=serializers.DictField())
     candidates_scored = serializers.IntegerField()
@@ -314,6 +322,8 @@ class ContinuityApi(APIView):
         data.is_valid(raise_exception=True)
         values = data.validated_data
         token = request.user.token
+        if "event" in values:
+            _ingest_carried_event(token, values["source"], values["session_id"], values["event"])
         session = session_for_continuity(
             team=token.team,
             source=values["source"],
@@ -329,6 +339,44 @@ class ContinuityApi(APIView):
             requested_by=f"token:{token.prefix}",
         )
         return Response(record_as_dict(record))
+
+
+def _ingest_carried_event(token: Any, source: str, session_id: str, event: Any) -> None:
+    """Store the event a continuity request carries, through the ingest path itself (same
+    adapter, redaction, identity and idempotency), so the session exists with its agent
+    even when its own start event is still spooled; the start, arriving later with the same
+    event id, is answered as a duplicate. A 400 names the field when it is no valid event.
+    """
+    from django.utils import timezone
+
+    from lifecycle.adapters import EventInvalid
+    from lifecycle.services import REJECTED, adapter_for, events_ingest
+    from sessionhub.exceptions import ValidationFailed
+
+    if not isinstance(event, dict):
+        raise ValidationFailed(
+            "event must be a JSON object", code="invalid", extra={"field": "event"}
+        )
+    adapter = adapter_for(source, token)
+    try:  # checked before anything is stored: an event of another session changes nothing
+        named = adapter(event, timezone.now()).session_external_id
+    except EventInvalid as exc:
+        raise ValidationFailed(
+            f"event.{exc.field}: {exc.reason}", code=exc.code, extra={"field": f"event.{exc.field}"}
+        ) from exc
+    if named != session_id:
+        raise ValidationFailed(
+            "event belongs to another session than session_id",
+            code="session_mismatch",
+            extra={"field": "event"},
+        )
+    (result,) = events_ingest(team=token.team, bodies=[event], adapter=adapter)
+    if result.status == REJECTED:  # not expected after the check above; never stored
+        raise ValidationFailed(
+            f"event.{result.field}: {result.reason}",
+            code=result.code or "invalid",
+            extra={"field": f"event.{result.field}"},
+        )
 
 
 class ContinueRequestSerializer(serializers.Serializer):

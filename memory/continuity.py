@@ -16,6 +16,7 @@ quotes.
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -30,8 +31,9 @@ from django.utils import timezone
 from lifecycle.models import Agent, Session, SessionStatus
 
 from . import features as feature_lib
+from . import relevance as relevance_lib
 from .models import ContinuityRecord, Pin, SessionFeatures, Summary
-from .redaction import RULES_VERSION
+from .redaction import RULES_VERSION, redact_text
 
 CLOSED = (SessionStatus.ENDED, SessionStatus.CRASHED)
 
@@ -135,8 +137,13 @@ class Candidate:
     pending: float
     score: float
     features: Features | None
+    relevance: float = 0.0
+    matched: tuple[str, ...] = ()
+    pending_tasks_open: int = 0
+    pending_tasks_finished_later: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        k = knobs()
         return {
             "session_id": str(self.session.pk),
             "external_id": self.session.external_id,
@@ -145,6 +152,17 @@ class Candidate:
             "recency": round(self.recency, 4),
             "topic_overlap": round(self.topic_overlap, 4),
             "pending": round(self.pending, 4),
+            "relevance": round(self.relevance, 4),
+            "matched_terms": list(self.matched),
+            "pending_tasks": self.pending_tasks_open,
+            "pending_finished_later": self.pending_tasks_finished_later,
+            # The score's parts, each weighted: they add up to the score.
+            "parts": {
+                "recency": round(k["WEIGHT_RECENCY"] * self.recency, 4),
+                "topics": round(k["WEIGHT_TOPICS"] * self.topic_overlap, 4),
+                "pending": round(k["WEIGHT_PENDING"] * self.pending, 4),
+                "relevance": round(k["WEIGHT_RELEVANCE"] * self.relevance, 4),
+            },
             "score": round(self.score, 4),
         }
 
@@ -170,8 +188,13 @@ def score_session(
     keywords: set[str],
     now: datetime,
     k: dict[str, Any] | None = None,
+    *,
+    relevance: float = 0.0,
+    matched: tuple[str, ...] = (),
+    finished_later: frozenset[str] = frozenset(),
 ) -> Candidate:
-    """Score one completed session against the current keywords."""
+    """Score one completed session against the current keywords (and, with a prompt, its
+    relevance); tasks a later session finished do not count as pending."""
     k = k or knobs()
     ended = session.ended_at or session.last_event_at or now
     hours = max(0.0, (now - ended).total_seconds() / 3600)
@@ -185,15 +208,34 @@ def score_session(
             topic_part = common / (len(keywords) + len(topics) - common)
         else:
             topic_part = 0.0
-        pending_part = min(1.0, k["PENDING_PER_TASK"] * features.pending_count)
+        open_count = features.pending_count
+        finished = 0
+        if finished_later and open_count:
+            finished = sum(1 for t in features.pending_tasks if t.get("id") in finished_later)
+            open_count -= finished
+        pending_part = min(1.0, k["PENDING_PER_TASK"] * open_count)
     else:  # no topics, no pending tasks
         topic_part = pending_part = 0.0
+        open_count = finished = 0
     score = (
         k["WEIGHT_RECENCY"] * recency_part
         + k["WEIGHT_TOPICS"] * topic_part
         + k["WEIGHT_PENDING"] * pending_part
+        + k["WEIGHT_RELEVANCE"] * relevance
     )
-    return Candidate(session, hours, recency_part, topic_part, pending_part, score, features)
+    return Candidate(
+        session,
+        hours,
+        recency_part,
+        topic_part,
+        pending_part,
+        score,
+        features,
+        relevance,
+        matched,
+        open_count,
+        finished,
+    )
 
 
 class _ArrayLength(Func):
@@ -378,85 +420,211 @@ def _ago(hours: float) -> str:
     return f"{int(hours // 24)}d ago"
 
 
+@dataclass(slots=True)
+class Later:
+    """What the sessions that ended after one candidate say was finished."""
+
+    done_ids: frozenset[str] = frozenset()
+    completions: tuple[str, ...] = ()
+
+    def finished(self, text: str, task_id: str = "") -> bool:
+        if task_id and task_id in self.done_ids:
+            return True
+        return feature_lib.superseded(text, self.completions, self.done_ids)
+
+
+def later_evidence(
+    rows: list[tuple[Prior, Features | None]], texts: dict[uuid.UUID, relevance_lib.SessionText]
+) -> dict[uuid.UUID, Later]:
+    """For each candidate (newest first), what the newer ones finished: the task ids they
+    closed and the sentences of their summaries that report a result."""
+    evidence: dict[uuid.UUID, Later] = {}
+    done: set[str] = set()
+    completions: list[str] = []
+    for prior, features in rows:
+        evidence[prior.pk] = Later(frozenset(done), tuple(completions))
+        if features is not None:
+            done.update(features.done_tasks or [])
+        text = texts.get(prior.pk)
+        if text is not None and text.completed:
+            completions += feature_lib.completion_sentences([text.completed])
+    return evidence
+
+
+def _finished_task_ids(features: Features | None, later: Later | None) -> frozenset[str]:
+    """The ids of a candidate's pending tasks that a newer session finished."""
+    if features is None or later is None or not features.pending_count:
+        return frozenset()
+    if not later.done_ids and not later.completions:
+        return frozenset()
+    return frozenset(
+        task.get("id", "")
+        for task in features.pending_tasks
+        if later.finished(task.get("text", ""), task.get("id", ""))
+    )
+
+
 def pending_for_preamble(
-    chosen: list[Candidate], scored: list[Candidate]
+    chosen: list[Candidate], scored: list[Candidate], later: dict[uuid.UUID, Later] | None = None
 ) -> list[tuple[dict[str, Any], Candidate]]:
     """Pending tasks of the chosen sessions, minus any a later session said were done."""
     seen: set[str] = set()
     tasks = []
     for candidate in chosen:
-        ended = candidate.session.ended_at
-        done: set[str] = set()
-        for other in scored:
-            if (
-                other.features
-                and ended
-                and other.session.ended_at
-                and other.session.ended_at > ended
-            ):
-                done.update(other.features.done_tasks or [])
+        evidence = (later or {}).get(candidate.session.pk)
+        if evidence is None:  # a manual continue: the newer of the scored sessions
+            ended = candidate.session.ended_at
+            done: set[str] = set()
+            for other in scored:
+                if (
+                    other.features
+                    and ended
+                    and other.session.ended_at
+                    and other.session.ended_at > ended
+                ):
+                    done.update(other.features.done_tasks or [])
+            evidence = Later(frozenset(done))
         for task in candidate.features.pending_tasks if candidate.features else []:
             key = task.get("id", "")
-            if key in done or key in seen:
+            if key in seen or evidence.finished(task.get("text", ""), key):
                 continue
             seen.add(key)
             tasks.append((task, candidate))
     return tasks
 
 
-def render_preamble(chosen: list[Candidate], scored: list[Candidate], pins: list[Pin]) -> str:
-    """The text handed to the new session; empty on a cold start."""
+# Topics stored before markers were kept out of keywords: never shown as what work was about.
+_MARKER_TOPIC = re.compile(r"^(?:redacted|[a-z0-9_]*_(?:key|token|assignment|secret|password))$")
+
+
+class _Budget:
+    """Lines of the preamble within a size budget (about four characters a token)."""
+
+    def __init__(self, limit: int) -> None:
+        self.lines: list[str] = []
+        self.left = limit
+
+    def add(self, line: str, *, minimum: int = 24) -> bool:
+        cost = len(line) + 1
+        if cost > self.left:
+            if self.left < minimum + 2:
+                return False
+            line = line[: self.left - 3].rsplit(" ", 1)[0] + " …"
+            cost = len(line) + 1
+        self.lines.append(line)
+        self.left -= cost
+        return True
+
+
+def _sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
+
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def render_preamble(
+    chosen: list[Candidate],
+    scored: list[Candidate],
+    pins: list[Pin],
+    texts: dict[uuid.UUID, relevance_lib.SessionText] | None = None,
+    later: dict[uuid.UUID, Later] | None = None,
+) -> str:
+    """The text handed to the new session; empty on a cold start.
+
+    Everything quoted passes the same test: nothing a newer session reported finished is
+    handed back as still to do (the best session's next steps, every pending task).
+    """
     if not chosen:
         return ""
-    lines = [f"[SESSION CONTINUITY — inherited from {len(chosen)} prior session(s)]"]
+    k = knobs()
+    out = _Budget(k["PREAMBLE_MAX_CHARS"])
+    out.add(f"[SESSION CONTINUITY — inherited from {len(chosen)} prior session(s)]")
     best = chosen[0]
-    summary = _summary_of(best.session.pk)
+    text = (texts or {}).get(best.session.pk)
+    summary = (
+        {"request": text.request, "completed": text.completed, "next_steps": text.next_steps}
+        if text is not None
+        else _summary_of(best.session.pk)
+    )
+    evidence = (later or {}).get(best.session.pk) or Later()
     if summary and (summary["completed"] or summary["request"]):
-        lines += ["", f"LAST SESSION ({_ago(best.hours)}):"]
+        newest = max(scored, key=lambda c: c.session.ended_at or _EPOCH, default=best)
+        if newest.session.pk == best.session.pk:
+            title = f"LAST SESSION ({_ago(best.hours)}):"
+        else:
+            title = f"EARLIER SESSION ({_ago(best.hours)}, chosen over newer ones):"
+        out.lines.append("")
+        out.add(title)
         if summary["request"]:
-            lines.append(f"- asked: {summary['request']}")
+            out.add(f"- asked: {summary['request'][:220]}")
         if summary["completed"]:
-            lines.append(f"- completed: {summary['completed']}")
-        if summary["next_steps"]:
-            lines.append(f"- next: {summary['next_steps']}")
-    tasks = pending_for_preamble(chosen, scored)
+            out.add(f"- completed: {summary['completed'][:260]}")
+        steps = [s for s in _sentences(summary["next_steps"]) if not evidence.finished(s)]
+        if steps:
+            out.add(f"- next: {' '.join(steps)[:200]}")
+    tasks = pending_for_preamble(chosen, scored, later)
     if tasks:
-        lines += ["", "PENDING TASKS:"]
-        for task, candidate in tasks[:10]:
+        out.lines.append("")
+        out.add("PENDING TASKS:")
+        for task, candidate in tasks[: k["PREAMBLE_MAX_TASKS"]]:
             task_id = task.get("id", "")
             label = task_id if task_id.startswith("task-") else "todo"
-            lines.append(f"- [{label}] {task.get('text', '')} ({_ago(candidate.hours)})")
+            line = f"- [{label}] {task.get('text', '')[:120]} ({_ago(candidate.hours)})"
+            if not out.add(line):
+                break
     projects: list[str] = []
     for candidate in chosen:
         for project in candidate.features.active_projects if candidate.features else []:
             if project not in projects:
                 projects.append(project)
     if projects:
-        lines += ["", "ACTIVE PROJECTS: " + ", ".join(projects[:5])]
+        out.lines.append("")
+        out.add("ACTIVE PROJECTS: " + ", ".join(projects[:3]))
     topics: list[str] = []
     for candidate in chosen:
         for topic in candidate.features.hot_topics if candidate.features else []:
-            if topic not in topics:
+            if topic not in topics and not _MARKER_TOPIC.match(topic):
                 topics.append(topic)
     if topics:
-        lines += ["", "HOT TOPICS: " + ", ".join(topics[:20])]
+        out.lines.append("")
+        out.add("HOT TOPICS: " + ", ".join(topics[: k["PREAMBLE_MAX_TOPICS"]]))
     if pins:
         labels = ", ".join(pin.label for pin in pins)
-        lines += ["", f"WORKING MEMORY RESTORED: {len(pins)} pins inherited ({labels})"]
-    return "\n".join(lines)
+        out.lines.append("")
+        out.add(f"WORKING MEMORY RESTORED: {len(pins)} pins inherited ({labels})")
+    while out.lines and out.lines[-1] == "":
+        out.lines.pop()
+    return "\n".join(out.lines)
 
 
 # --- serving -----------------------------------------------------------------------------
 
 
 def current_keywords(session: Session, keywords: list[str] | None, prompt: str) -> set[str]:
-    """What the new session is about: given keywords, else its first prompt, else its topics."""
+    """What the new session is about: given keywords, else its first prompt, else its topics.
+
+    Redacted before anything else: keywords are stored in the record and echoed in the
+    answer, and a secret lowercased is still a secret.
+    """
     if keywords:
-        return {k.lower() for k in keywords if isinstance(k, str) and k}
+        words = [k for k in keywords if isinstance(k, str) and k.strip()]
+        # Redacted one by one and together: a client that splits a prompt into words also
+        # splits "password:" from the password, which then looks like any other word.
+        together = redact_text(" ".join(words))
+        found = set()
+        for keyword in words:
+            clean = redact_text(keyword)
+            if clean == keyword and keyword not in together:
+                continue  # redacted in its context: the word was (part of) a secret
+            clean = feature_lib.without_markers(clean).strip().lower()
+            if clean:
+                found.add(clean)
+        return found
     if prompt:
-        return feature_lib.keyword_set(prompt)
+        return feature_lib.keyword_set(redact_text(prompt))
     features = _features(session)
-    return set(features.hot_topics) if features else set()
+    return {t for t in features.hot_topics if not _MARKER_TOPIC.match(t)} if features else set()
 
 
 def _record(
@@ -470,12 +638,14 @@ def _record(
     preamble: str,
     requested_by: str,
     user: Any,
+    stage: str = "",
 ) -> ContinuityRecord:
     used = {c.session.pk for c in chosen}
     record = ContinuityRecord.objects.create(
         team_id=session.team_id,
         session=session,
         trigger=trigger,
+        stage=stage,
         candidates=[c.as_record_entry(c.session.pk in used) for c in scored],
         inherited_pins=[
             {
@@ -505,6 +675,38 @@ def _record(
     return record
 
 
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """Which candidates a preamble draws from, and why."""
+
+    ranked: list[Candidate]
+    chosen: list[Candidate]
+    by_relevance: bool
+
+
+def choose(scored: list[Candidate], *, prompt_known: bool, k: dict[str, Any]) -> Decision:
+    """Rank by score (newer first on a tie), drop what is under the threshold, keep the best.
+
+    With a prompt that some candidate is relevant to (``RELEVANCE_MIN``), only relevant
+    candidates may be sources: the session about *this* work, not the freshest one.
+    Without one, the reference formula decides alone.
+    """
+    ranked = sorted(scored, key=lambda c: (-c.score, -(c.session.ended_at or _EPOCH).timestamp()))
+    eligible = ranked
+    by_relevance = prompt_known and any(c.relevance >= k["RELEVANCE_MIN"] for c in ranked)
+    if by_relevance:
+        eligible = [c for c in ranked if c.relevance >= k["RELEVANCE_MIN"]]
+    chosen = [c for c in eligible if c.score >= k["THRESHOLD"]][: k["MAX_SOURCES"]]
+    return Decision(ranked, chosen, by_relevance)
+
+
+def _best_source_of(record: ContinuityRecord | None) -> str | None:
+    if record is None:
+        return None
+    used = [c for c in record.candidates if c.get("used")]
+    return max(used, key=lambda c: c.get("score", 0))["session_id"] if used else None
+
+
 @transaction.atomic
 def continuity_build(
     *,
@@ -515,30 +717,65 @@ def continuity_build(
     user: Any = None,
     now: datetime | None = None,
 ) -> ContinuityRecord:
-    """The automatic continuity of a session; asking again returns the first answer."""
+    """The automatic continuity of a session; asking again returns the first answer.
+
+    Two moments: the start (no prompt yet: recency and pending work decide) and the first
+    prompt (relevance can decide). Each is answered once; the first prompt's answer is
+    empty when it would repeat the start's source.
+    """
     Session.objects.select_for_update().filter(pk=session.pk).values_list("pk").first()
-    existing = (
-        ContinuityRecord.objects.filter(session=session, trigger=ContinuityRecord.Trigger.AUTOMATIC)
-        .order_by("created_at")
-        .first()
+    prompt = redact_text(prompt) if prompt and prompt.strip() else ""
+    stage = ContinuityRecord.Stage.PROMPT if prompt else ContinuityRecord.Stage.START
+    automatic = ContinuityRecord.objects.filter(
+        session=session, trigger=ContinuityRecord.Trigger.AUTOMATIC
     )
+    existing = automatic.filter(stage=stage).order_by("created_at").first()
     if existing is not None:
         return existing
     now = now or timezone.now()
     k = knobs()
     wanted = current_keywords(session, keywords, prompt)
+    rows = candidates_for(session.agent_id, exclude_pk=session.pk, now=now)
+    terms = relevance_lib.prompt_terms(prompt) if prompt else []
+    texts = relevance_lib.session_texts(
+        [prior.pk for prior, _ in rows],
+        terms,
+        {prior.pk: features.hot_topics for prior, features in rows if features},
+    )
+    weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
+    later = later_evidence(rows, texts)
     scored = [
-        score_session(prior, features, wanted, now, k)
-        for prior, features in candidates_for(session.agent_id, exclude_pk=session.pk, now=now)
+        score_session(
+            prior,
+            features,
+            wanted,
+            now,
+            k,
+            relevance=weights.get(prior.pk, 0.0),
+            matched=tuple(t for t in terms if t in texts[prior.pk].matched) if terms else (),
+            finished_later=_finished_task_ids(features, later.get(prior.pk)),
+        )
+        for prior, features in rows
     ]
-    ranked = sorted(scored, key=lambda c: c.score, reverse=True)
-    chosen = [c for c in ranked if c.score >= k["THRESHOLD"]][: k["MAX_SOURCES"]]
-    pins = pins_inherit(target=session, source=chosen[0].session, now=now) if chosen else []
-    preamble = render_preamble(chosen, scored, pins)
+    decision = choose(scored, prompt_known=bool(terms), k=k)
+    chosen = decision.chosen
+    repeat = (
+        stage == ContinuityRecord.Stage.PROMPT
+        and chosen
+        and _best_source_of(automatic.filter(stage=ContinuityRecord.Stage.START).first())
+        == str(chosen[0].session.pk)
+    )
+    if repeat:  # the start's preamble already told this session about that one
+        pins: list[Pin] = []
+        preamble = ""
+    else:
+        pins = pins_inherit(target=session, source=chosen[0].session, now=now) if chosen else []
+        preamble = render_preamble(chosen, scored, pins, texts, later)
     return _record(
         session=session,
         trigger=ContinuityRecord.Trigger.AUTOMATIC,
-        scored=scored,
+        stage=stage,
+        scored=decision.ranked,
         chosen=chosen,
         pins=pins,
         keywords=wanted,
@@ -589,12 +826,17 @@ def continuity_continue(
 
 
 def record_as_dict(record: ContinuityRecord) -> dict[str, Any]:
-    """The API's answer for a continuity record."""
-    used = [c for c in record.candidates if c.get("used")]
+    """The API's answer for a continuity record: its sources best first, with their parts."""
+    used = sorted(
+        (c for c in record.candidates if c.get("used")),
+        key=lambda c: c.get("score", 0),
+        reverse=True,
+    )
     return {
         "record_id": record.pk,
         "session_id": str(record.session_id),
         "trigger": record.trigger,
+        "stage": record.stage,
         "preamble": record.preamble,
         "sources": used,
         "candidates_scored": len(record.candidates),

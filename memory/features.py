@@ -35,13 +35,23 @@ _STOP_WORDS_TEXT = """
 STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 
 
+# A redaction marker, ``[REDACTED:aws_access_key]``: its words say what was hidden, not what
+# a session was about, so they never count as keywords.
+_REDACTION_MARKER = re.compile(r"\[REDACTED:[A-Za-z0-9_.-]*\]")
+
+
+def without_markers(text: str) -> str:
+    """``text`` with its redaction markers blanked out."""
+    return _REDACTION_MARKER.sub(" ", text) if "[REDACTED:" in text else text
+
+
 def keywords(texts: Iterable[str]) -> Counter[str]:
-    """Word counts without stop words, numbers or hex-like tokens."""
+    """Word counts without stop words, numbers, hex-like tokens or redaction markers."""
     counts: Counter[str] = Counter()
     for text in texts:
         if not text:
             continue
-        for match in _WORD.finditer(text):
+        for match in _WORD.finditer(without_markers(text)):
             word = match.group(0).lower().strip("-'")
             if len(word) < 3 or len(word) > 40 or word in STOP_WORDS or _HEXISH.match(word):
                 continue
@@ -73,7 +83,84 @@ _MARKER = re.compile(r"(?:\bTODO\b|\bFIXME\b|\[TASK\]|\bin[- ]progress\b|\bincom
 _DONE = re.compile(
     r"\b(?:done|completed?|finished|closed|merged|resolved|shipped)\b", re.IGNORECASE
 )
+# Words of a sentence that reports a result, for intentions named without a task id.
+_RESULT = re.compile(
+    r"\b(?:done|completed?|finished|closed|merged|resolved|shipped|fixed|updated|added|"
+    r"landed|deployed|implemented|removed|wrote|written|released|bumped|renamed|migrated)\b",
+    re.IGNORECASE,
+)
+# A sentence that states an intention rather than a result, even with a "done" word in it
+# ("next: get the fix merged").
+_INTENT = re.compile(
+    r"^\W*(?:next(?: step)?s?|todo|fixme|remaining|follow[- ]up|then|still|need to|"
+    r"we need|i need|should|must|will|later|pending)\b",
+    re.IGNORECASE,
+)
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s|\n")
+_SENTENCE_SPLIT = re.compile(r"(?<=[.!?;])\s+|\n+")
+# Words of a next step that say it is a next step, not what it is about.
+_INTENT_WORDS = frozenset(
+    "next step steps todo fixme remaining follow then still need needs should must later "
+    "left pending progress incomplete task tasks".split()
+)
+
+
+def stem(word: str) -> str:
+    """A crude stem, enough to see "update" in "updated" and "changelog" in "changelogs"."""
+    word = word.lower()
+    for suffix in ("ing", "ed", "es", "e", "s"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_stems(text: str) -> set[str]:
+    """The stems of a text's content words (no stop words, no intent words, no markers)."""
+    found = set()
+    for match in _WORD.finditer(without_markers(text)):
+        word = match.group(0).lower().strip("-'")
+        if len(word) < 3 or word in STOP_WORDS or word in _INTENT_WORDS or _HEXISH.match(word):
+            continue
+        found.add(stem(word))
+    return found
+
+
+def states_completion(sentence: str) -> bool:
+    """Whether a sentence reports something finished (not an intention to finish it)."""
+    return (
+        bool(_RESULT.search(sentence))
+        and not _INTENT.match(sentence)
+        and not _MARKER.search(sentence)
+    )
+
+
+def completion_sentences(texts: Iterable[str]) -> list[str]:
+    """The sentences of some texts that report something finished."""
+    return [
+        sentence.strip()
+        for text in texts
+        if text
+        for sentence in _SENTENCE_SPLIT.split(text)
+        if sentence.strip() and states_completion(sentence)
+    ]
+
+
+def superseded(step: str, completions: Iterable[str], done_ids: Iterable[str] = ()) -> bool:
+    """Whether later evidence finished an intention: a task id it names was said to be
+    done, or a later sentence reporting a result covers (nearly) all its content words."""
+    ids = {m.group(1).lower() for m in _TASK_ID.finditer(step)}
+    if ids and ids & {i.lower() for i in done_ids}:
+        return True
+    terms = content_stems(_TASK_ID.sub(" ", step))
+    for sentence in completions:
+        if ids and ids & {m.group(1).lower() for m in _TASK_ID.finditer(sentence)}:
+            return True
+        if not terms:
+            continue
+        shared = len(terms & content_stems(sentence))
+        if shared >= max(1, -(-2 * len(terms) // 3)):  # at least two thirds, rounded up
+            return True
+    return False
 
 
 @dataclass(frozen=True)
@@ -100,13 +187,18 @@ def task_states(sources: Iterable[tuple[str, str]]) -> tuple[list[PendingTask], 
 
     A task is a ``task-NNN`` id, or a sentence marked TODO / [TASK] / in-progress /
     incomplete. A later sentence that names the same task id with a word such as
-    "done" or "merged" closes it.
+    "done" or "merged" closes it; a later sentence reporting a result that covers a
+    marked sentence's words ("Changelog updated" after "TODO: update the changelog")
+    closes that one.
     """
     found: dict[str, PendingTask] = {}
+    opened_at: dict[str, int] = {}
     done: set[str] = set()
-    for source, text in sources:
+    completions: list[tuple[int, str]] = []  # (position of its text, sentence)
+    for position, (source, text) in enumerate(sources):
         if not text:
             continue
+        completions += [(position, sentence) for sentence in completion_sentences([text])]
         for match in _TASK_ID.finditer(text):
             task_id = match.group(1).lower()
             sentence = _sentence_around(text, match.start(), match.end())
@@ -121,7 +213,13 @@ def task_states(sources: Iterable[tuple[str, str]]) -> tuple[list[PendingTask], 
             if _TASK_ID.search(sentence):
                 continue  # already counted under its id
             key = "note:" + sentence.lower()[:80]
-            found.setdefault(key, PendingTask(key, sentence, source))
+            if key not in found:
+                found[key] = PendingTask(key, sentence, source)
+                opened_at[key] = position
+    for key, position in opened_at.items():
+        later = [sentence for at, sentence in completions if at > position]
+        if later and superseded(found[key].text, later):
+            del found[key]
     return list(found.values()), done
 
 

@@ -205,7 +205,20 @@ class ContinuityRecord(models.Model):
     session = models.ForeignKey(
         Session, on_delete=models.CASCADE, related_name="continuity_records"
     )
+
+    class Stage(models.TextChoices):
+        START = "start", "Session start"
+        PROMPT = "prompt", "First prompt"
+
     trigger = models.CharField(max_length=16, choices=Trigger.choices)
+    stage = models.CharField(
+        max_length=16,
+        choices=Stage.choices,
+        blank=True,
+        default=Stage.START,
+        help_text="When an automatic preamble was asked for: at the start, or with the "
+        "first prompt (blank for a manual continue)",
+    )
     candidates = models.JSONField(default=list, blank=True, help_text="Every session scored")
     sources = models.ManyToManyField(Session, related_name="continuity_given", blank=True)
     inherited_pins = models.JSONField(default=list, blank=True)

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
@@ -193,10 +193,19 @@ def _without_paths(text: str, session: Session) -> str:
 
 
 def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionFeatures:
-    pins = list(
-        Pin.objects.filter(agent_id=session.agent_id, unpinned_at__isnull=True).values_list(
-            "label", "content"
+    # The agent's active pins; and, once the session is over, the pins it held when it
+    # ended: the end releases them, and a task held in a pin is still open (reference
+    # 004 §5.8 scans pins for pending tasks at session end). A pin unpinned by hand before
+    # the end was let go on purpose and does not count.
+    held = Q(agent_id=session.agent_id, unpinned_at__isnull=True)
+    if session.ended_at is not None:
+        held |= Q(
+            Q(origin_session_id=session.pk, inherited_into__isnull=True)
+            | Q(inherited_into_id=session.pk),
+            unpinned_at__gte=session.ended_at,
         )
+    pins = list(
+        Pin.objects.filter(held).order_by("pinned_at", "id").values_list("label", "content")
     )
     pin_texts = [f"{label}. {content}" for label, content in pins]
     topics = feature_lib.hot_topics(

@@ -14,6 +14,8 @@ from typing import Any
 
 from django.conf import settings
 
+from .features import completion_sentences, superseded
+
 logger = logging.getLogger(__name__)
 
 SECTIONS = ("request", "investigated", "learned", "completed", "next_steps")
@@ -87,16 +89,22 @@ def summarize_extractive(data: SummaryInput) -> SummaryDraft:
     completed = " ".join(s for s in final_sentences if not _NEXT.match(s))
     next_steps = [s for s in final_sentences if _NEXT.match(s)]
 
+    # An intention is only a next step if nothing later finished it: the sentences after
+    # it in its turn, the later turns' reasoning and the final message are the evidence.
+    final_done = completion_sentences([data.final_message])
     learned: list[str] = []
-    for text in data.reasoning:
-        for sentence in _sentences(text):
+    for index, text in enumerate(data.reasoning):
+        sentences = _sentences(text)
+        later_turns = completion_sentences(data.reasoning[index + 1 :]) + final_done
+        for position, sentence in enumerate(sentences):
             if _NEXT.match(sentence):
-                if sentence not in next_steps:
+                later = completion_sentences(sentences[position + 1 :]) + later_turns
+                if sentence not in next_steps and not superseded(sentence, later):
                     next_steps.append(sentence)
             elif _LEARNED.search(sentence) and sentence not in learned:
                 learned.append(sentence)
     for task in data.pending:
-        if all(task not in s for s in next_steps):
+        if all(task not in s for s in next_steps) and not superseded(task, final_done):
             next_steps.append(task)
 
     return SummaryDraft(

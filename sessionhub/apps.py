@@ -8,4 +8,12 @@ class SessionHubConfig(AppConfig):
     verbose_name = "SessionHub"
 
     def ready(self) -> None:
+        from django.contrib.auth import get_user_model
+        from django.db.models.signals import post_save
+
         from . import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from .models import Team
+        from .signals import on_user_or_team_saved
+
+        post_save.connect(on_user_or_team_saved, sender=get_user_model(), dispatch_uid="su-team")
+        post_save.connect(on_user_or_team_saved, sender=Team, dispatch_uid="su-team-team")

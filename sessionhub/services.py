@@ -60,3 +60,24 @@ def api_token_create(
         created_by=created_by,
     )
     return token, raw
+
+
+def superusers_join_sole_team() -> int:
+    """An instance with exactly one team: every superuser who belongs to no team joins it
+    as an admin. What a new admin expects of ``make superuser`` on an instance that already
+    holds sessions is to land on its data, not on "You are not in a team yet"; with two
+    teams or more, membership stays an explicit choice (tenants stay apart). Returns how
+    many joined."""
+    from django.contrib.auth import get_user_model
+
+    teams = list(Team.objects.order_by("pk")[:2])
+    if len(teams) != 1:
+        return 0
+    lonely = get_user_model().objects.filter(is_superuser=True, memberships__isnull=True)
+    joined = 0
+    for user in lonely:
+        Membership.objects.get_or_create(
+            team=teams[0], user=user, defaults={"role": Membership.Role.ADMIN}
+        )
+        joined += 1
+    return joined

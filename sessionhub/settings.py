@@ -326,6 +326,13 @@ SESSIONHUB = {
         "DECAY_PER_WEEK": env.float("SESSIONHUB_DECAY_PER_WEEK", default=0.4),
         "MIN_PIN_CONFIDENCE": env.float("SESSIONHUB_MIN_PIN_CONFIDENCE", default=0.5),
         "MAX_CANDIDATES": env.int("SESSIONHUB_CONTINUITY_MAX_CANDIDATES", default=200),
+        # Beyond the reference formula: relevance of the first prompt (docs/continuity.md).
+        "WEIGHT_RELEVANCE": env.float("SESSIONHUB_WEIGHT_RELEVANCE", default=0.6),
+        "RELEVANCE_MIN": env.float("SESSIONHUB_RELEVANCE_MIN", default=0.3),
+        # About four characters a token: 960 characters stay under 250 tokens.
+        "PREAMBLE_MAX_CHARS": env.int("SESSIONHUB_PREAMBLE_MAX_CHARS", default=960),
+        "PREAMBLE_MAX_TASKS": env.int("SESSIONHUB_PREAMBLE_MAX_TASKS", default=5),
+        "PREAMBLE_MAX_TOPICS": env.int("SESSIONHUB_PREAMBLE_MAX_TOPICS", default=10),
     },
     # retention
     "RETENTION_DAYS": env.int("SESSIONHUB_RETENTION_DAYS", default=0),

@@ -5,9 +5,10 @@ Claude Code runs this file as a command hook: it reads the hook's JSON on stdin,
 ``sessionhub`` key (event id, timestamp, git remote, final message, reasoning tail), and
 posts it to ``{SESSIONHUB_URL}/api/v1/hooks/claude-code``. When the server cannot be
 reached the event goes to a local spool that the next hook call (or ``flush``) sends
-first. On ``SessionStart`` it asks the server for a continuity preamble and prints it as
-``hookSpecificOutput.additionalContext``; nothing else is ever written to stdout in hook
-mode, and the hook never fails.
+first. On ``SessionStart`` (a project-level preamble) and on the session's first
+``UserPromptSubmit`` (a preamble chosen by relevance to the prompt) it asks the server for
+continuity and prints it as ``hookSpecificOutput.additionalContext``; nothing else is
+ever written to stdout in hook mode, and the hook never fails.
 
 Standard library only, and only cheap modules imported at start-up: hooks run on the
 agent's hot path, so everything heavier is imported where it is used.
@@ -1055,21 +1056,43 @@ def run_hook(raw: bytes, cfg: Config, out, deadline: Deadline) -> None:  # type:
     if reply.kind == "transient":
         log(f"{name} {event_id} spooled: {reply.describe()}")
         spool.append([event], deadline)
+        # A slow answer is not an absent server: the continuity request carries the event
+        # and starts the session itself when the spooled start has not landed.
+        if reply.code == 0 and deadline.net_remaining() > 0.3:
+            _maybe_print_preamble(cfg, hook, event, out, deadline)
         return
     if reply.kind == "permanent":
         log(f"{name} {event_id} not accepted, not retried: {reply.describe()}")
         return
     _note_results(reply, name)
-    if name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES:
-        _print_preamble(cfg, hook, out, deadline)
+    _maybe_print_preamble(cfg, hook, event, out, deadline)
 
 
-def _print_preamble(cfg: Config, hook: dict, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
-    """Ask for the continuity preamble and print it the way SessionStart adds context."""
+def _maybe_print_preamble(cfg: Config, hook: dict, event: dict, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
+    """Continuity at the two moments it is asked for: a project-level preamble at
+    SessionStart, and at the session's first prompt a preamble chosen by relevance."""
+    name = _event_name(hook)
+    at_start = name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES
+    if at_start or (name == "UserPromptSubmit" and _first_prompt(hook)):
+        _print_preamble(cfg, hook, out, deadline, event)
+
+
+def _print_preamble(  # type: ignore[no-untyped-def]
+    cfg: Config, hook: dict, out, deadline: Deadline, event: dict | None = None
+) -> None:
+    """Ask for the continuity preamble and print it the way the hook adds context
+    (``hookSpecificOutput.additionalContext`` of SessionStart or UserPromptSubmit)."""
     session_id = hook.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         return
-    body = json.dumps({"source": "claude-code", "session_id": session_id}).encode("utf-8")
+    name = _event_name(hook)
+    request: dict = {"source": "claude-code", "session_id": session_id}
+    if event is not None:
+        request["event"] = event  # what the start carries: the server can start the session
+    prompt = hook.get("prompt")
+    if name == "UserPromptSubmit" and isinstance(prompt, str):
+        request["prompt"] = prompt[:20_000]
+    body = json.dumps(request).encode("utf-8")
     reply = post_json(cfg.continuity_url, cfg.token, body, deadline)
     if reply.kind != "ok":
         log(f"continuity for {session_id} unavailable: {reply.describe()}")
@@ -1077,10 +1100,43 @@ def _print_preamble(cfg: Config, hook: dict, out, deadline: Deadline) -> None:  
     preamble = reply.data.get("preamble") if isinstance(reply.data, dict) else None
     if not isinstance(preamble, str) or not preamble.strip():
         return
-    context = {"hookEventName": "SessionStart", "additionalContext": preamble}
+    context = {"hookEventName": name or "SessionStart", "additionalContext": preamble}
     output = {"hookSpecificOutput": context}
     out.write(json.dumps(output) + "\n")
     out.flush()
+
+
+FIRST_PROMPT_MARKERS_KEPT = 14 * 86400  # seconds
+
+
+def _first_prompt(hook: dict) -> bool:
+    """Whether this is the session's first prompt seen here: a marker file per session,
+    created atomically (two hooks racing cannot both be first); old markers are swept."""
+    import hashlib
+
+    session_id = hook.get("session_id")
+    if not isinstance(session_id, str) or not session_id:
+        return False
+    folder = os.path.join(sessionhub_dir(), "first-prompt")
+    name = hashlib.sha256(session_id.encode("utf-8", "replace")).hexdigest()[:32]
+    try:
+        _ensure_dir(folder)
+        fd = os.open(os.path.join(folder, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
+        os.close(fd)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        log(f"first-prompt marker unavailable: {exc!r}")
+        return False
+    try:
+        cutoff = time.time() - FIRST_PROMPT_MARKERS_KEPT
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.stat().st_mtime < cutoff:
+                    os.unlink(entry.path)
+    except OSError:
+        pass
+    return True
 
 
 def _log_unconfigured_once() -> None:
