@@ -159,6 +159,13 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
             facts["reasoning"] = reasoning or tagged
     if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
+    trimmed = extra.get("trimmed")
+    if isinstance(trimmed, dict) and trimmed:
+        # What the client cut from oversized strings (path → characters), so the stored
+        # event says it is not whole.
+        facts["client_trimmed"] = {
+            str(k)[:200]: v for k, v in list(trimmed.items())[:50] if type(v) is int
+        }
     # Headless (-p) sessions name no model on SessionStart: the client reads it from the
     # transcript.
     model = opt_str(body, "model", "model", max_length=200)

@@ -168,3 +168,16 @@ def test_model_from_the_client_when_the_hook_names_none() -> None:
     assert adapt(body).facts["model"] == "claude-opus-5-5"
     body["model"] = "claude-sonnet-9"
     assert adapt(body).facts["model"] == "claude-sonnet-9"
+
+
+def test_a_bash_observation_shows_stdout_first() -> None:
+    from memory.pipeline import digest
+
+    response = {
+        "stdout": "hi\nthere",
+        "stderr": "",
+        "interrupted": False,
+        "isImage": False,
+        "noOutputExpected": False,
+    }
+    assert digest(response).startswith("hi there")
