@@ -336,7 +336,6 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
     timeout = max(timeout, 0.05)
     if any(os.environ.get(name) for name in PROXY_VARIABLES):
         return _urllib_post(url, headers, body, timeout)
-    import http.client
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -345,6 +344,10 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
     port = parts.port  # ValueError when it is not a number
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     https = parts.scheme.lower() == "https"
+    if not https:
+        return _socket_post(parts.hostname, port or 80, target, headers, body, timeout)
+    import http.client
+
     connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     connection = connection_class(parts.hostname, port, timeout=timeout)
     try:
@@ -356,6 +359,57 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
         return response.status, response.read(MAX_RESPONSE_BYTES)
     finally:
         connection.close()
+
+
+def _socket_post(
+    host: str, port: int, target: str, headers: dict, body: bytes, timeout: float
+) -> tuple[int, bytes]:
+    """Plain-HTTP POST over a socket: ``http.client`` imports email and ssl, which cost
+    more than the rest of a hook's start-up. One request, ``Connection: close``."""
+    import socket
+
+    if any(c in target or c in host for c in "\r\n "):
+        raise ValueError("the URL has spaces or line breaks")
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks, size = [], 0
+        while size <= MAX_RESPONSE_BYTES + 65536:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    raw = b"".join(chunks)
+    head, _, content = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = status_line.split(" ", 2)
+    if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
+        raise OSError(f"not an HTTP answer: {status_line[:80]!r}")
+    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in header_lines)}
+    if found.get("transfer-encoding", "").lower() == "chunked":
+        content = _unchunk(content)
+    elif found.get("content-length", "").isdigit():
+        content = content[: int(found["content-length"])]
+    return int(fields[1]), content[:MAX_RESPONSE_BYTES]
+
+
+def _unchunk(data: bytes) -> bytes:
+    """Decode a chunked body (as far as it is complete)."""
+    out = []
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
 
 
 def _urllib_post(url: str, headers: dict, body: bytes, timeout: float) -> tuple[int, bytes]:
@@ -879,9 +933,7 @@ def strip_credentials(url: str) -> str:
 
 def build_event(hook: dict, deadline: Deadline) -> dict:
     """Return the hook payload plus the ``sessionhub`` key the server expects."""
-    import uuid
-
-    meta: dict[str, str] = {"event_id": str(uuid.uuid4()), "occurred_at": _utc_now()}
+    meta: dict[str, str] = {"event_id": _uuid4(), "occurred_at": _utc_now()}
     cwd = hook.get("cwd")
     if isinstance(cwd, str) and cwd:
         try:
@@ -947,6 +999,15 @@ def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) 
     if isinstance(value, list):
         return [_cut_strings(v, limit, f"{path}[{i}]", trimmed) for i, v in enumerate(value)]
     return value
+
+
+def _uuid4() -> str:
+    """A random (version 4) UUID, without importing the uuid module on the hot path."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _transcript_extras(hook: dict, deadline: Deadline) -> tuple[str | None, str | None]:

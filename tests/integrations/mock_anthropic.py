@@ -25,10 +25,14 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+# The Claude Code release this mock was written against (npm, pinned): the tests and
+# bench/hook_client.py install this one.
+CLAUDE_CODE_VERSION = "2.1.330"
 COMPACT_MARKERS = ("summary of the conversation", "create a detailed summary")
 SUMMARY_TEXT = "<summary>Compacted: the user is checking SessionHub hooks.</summary>"
 THINKING = "I should follow the plan the user wrote, one step per call, then report."
@@ -259,8 +263,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw or b"{}")
         except ValueError:
             body = {"unreadable": raw[:200].decode("utf-8", "replace")}
+        entry = {"method": "POST", "path": self.path, "body": body, "at": time.monotonic()}
         with self.server.lock:
-            self.server.requests.append({"method": "POST", "path": self.path, "body": body})
+            self.server.requests.append(entry)
         path = self.path.split("?", 1)[0]
         if path.endswith("/count_tokens"):
             size = len(json.dumps(body)) // 4
@@ -276,3 +281,5 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(200, _sse(message), "text/event-stream")
         else:
             self._send(200, json.dumps(message).encode())
+        entry["answered"] = time.monotonic()
+        entry["stop_reason"] = message.get("stop_reason")

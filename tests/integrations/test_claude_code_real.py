@@ -33,13 +33,12 @@ from django.db import connection
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
 from memory.models import ContinuityRecord, Observation, SessionFeatures, StreamTail, Summary
-from tests.integrations.mock_anthropic import MockAnthropic
+from tests.integrations.mock_anthropic import CLAUDE_CODE_VERSION, MockAnthropic
 from tests.integrations.node_runtime import npm_prefix
 from tests.integrations.test_hook_client_e2e import DevServer, free_port
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-CLAUDE_CODE_VERSION = "2.1.330"
 REPO = Path(__file__).resolve().parents[2]
 CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 SETTLE_SECONDS = 60
