@@ -316,6 +316,15 @@ def test_sessions_preamble_resume_continue_and_compaction(rig: Rig) -> None:
     assert sorted(triggers) == ["auto", "manual"]
     assert session.status == SessionStatus.ENDED
 
+    # /clear: the session ends (reason clear) and the new one follows it.
+    rig.run("/clear", "--continue")
+    rig.settle()
+    session.refresh_from_db()
+    assert session.end_reason == "clear"
+    cleared = Session.objects.get(external_id=rig.session_ids()[2])
+    assert cleared.previous_session_id == session.pk
+    assert session.compaction_count == 2
+
 
 def test_background_subagent_and_a_failing_turn(rig: Rig) -> None:
     sub_prompt = 'Look around.\n@tool Bash {"command": "echo from-the-subagent"}'
