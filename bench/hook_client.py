@@ -1,27 +1,30 @@
 #!/usr/bin/env python3
-"""What one Claude Code hook call costs the agent: the client's own wall time.
+"""What the Claude Code hooks cost the agent, measured the way Claude Code runs them.
 
-Runs ``python3 integrations/claude-code/sessionhub_hook.py`` as Claude Code does (a new
-process per hook, the hook JSON on stdin) against a tiny local stdlib HTTP server that
-answers 200 at once, so the server's own cost is not counted, and next to
-``python3 -c pass`` with the same interpreter on the same machine. Three kinds of call:
+1. Blocking hooks (``SessionStart``, which prints the preamble; ``UserPromptSubmit``;
+   ``Stop``, which reads the transcript) and the parent of a detached ``PostToolUse``:
+   the client is installed with its own ``install`` into a throwaway settings file and
+   each hook's entry is run exactly as written there (exec form: ``command`` + ``args``,
+   no shell), one new process per call with the hook JSON on stdin, against a tiny local
+   server that answers 200 at once, next to ``python3 -c pass`` with the same interpreter.
+   Runs are interleaved so machine noise hits every kind alike. Target: SessionStart at
+   most 60 ms over ``python3 -c pass`` at p50.
+2. ``--cli``: the agent-visible overhead of a 10-tool session through the real Claude Code
+   CLI (npm, pinned, as the test suite installs it) against the local Messages API mock:
+   for each tool call, the time from the model's ``tool_use`` answer to the next request
+   (what the agent waits for: the tool itself and its blocking hooks), with the hooks
+   installed and without, sessions interleaved. Target: at most 5 ms more per tool call
+   at p50 (the tool hooks are async). Needs the virtualenv (``.venv/bin/python``)::
 
-- ``PostToolUse``: the most frequent hook; one POST.
-- ``Stop``: also reads the transcript from its end (a fixture transcript padded to
-  ``--transcript-kb`` with earlier turns) for the final message and reasoning tail.
-- ``SessionStart``: one POST, then asks ``/api/v1/continuity`` and prints the preamble.
-
-The runs are interleaved (one of each kind per round) so that machine noise hits every
-kind alike. Prints the median and p95 per kind and their excess over ``python3 -c pass``;
-the target is at most 60 ms more. Standard library only::
-
-    python3 bench/hook_client.py            # N=50 of each
-    python3 bench/hook_client.py -n 200 --check   # exit 1 when over the target
+    python3 bench/hook_client.py                  # part 1, N=50 of each
+    .venv/bin/python bench/hook_client.py --cli   # parts 1 and 2
+    python3 bench/hook_client.py -n 200 --check   # exit 1 when over a target
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import shutil
@@ -37,6 +40,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 TARGET_MS = 60.0
+TOOL_TARGET_MS = 5.0
+TOOLS_PER_SESSION = 10
 SESSION_ID = "c386bbc4-cd61-4e30-98f1-6adf91b7584a"
 CWD = "/home/dev/src/billing-api"
 FINAL = (
@@ -217,13 +222,37 @@ def p95(values: list[float]) -> float:
     return ordered[max(0, min(len(ordered) - 1, round(0.95 * len(ordered)) - 1))]
 
 
+def installed_entries(root: Path, python: str) -> dict[str, dict]:
+    """Install the client into a throwaway settings file; its entry for each event."""
+    settings = root / "settings.json"
+    subprocess.run(
+        [python, str(CLIENT), "install", "--settings", str(settings)],
+        capture_output=True,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(root / "home")},
+        check=True,
+    )
+    entries = {}
+    for event, groups in json.loads(settings.read_text())["hooks"].items():
+        [entry] = [h for g in groups for h in g["hooks"]]
+        entries[event] = entry
+    return entries
+
+
+def as_claude_runs(entry: dict) -> list[str]:
+    """The argv Claude Code spawns for an exec-form entry."""
+    assert "args" in entry, f"not the exec form: {entry}"
+    return [entry["command"], *entry["args"]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("-n", "--runs", type=int, default=50, help="runs of each kind (50)")
     parser.add_argument("--python", default="python3", help="interpreter (python3)")
     parser.add_argument("--transcript-kb", type=int, default=1024, help="transcript size (1024)")
     parser.add_argument("--warmup", type=int, default=3, help="uncounted runs of each kind (3)")
-    parser.add_argument("--check", action="store_true", help="exit 1 when over the target")
+    parser.add_argument("--cli", action="store_true", help="also time the real Claude Code CLI")
+    parser.add_argument("--cli-sessions", type=int, default=5, help="CLI sessions of each (5)")
+    parser.add_argument("--check", action="store_true", help="exit 1 when over a target")
     parser.add_argument("--json", dest="json_path", help="also write the figures to this file")
     args = parser.parse_args()
 
@@ -243,11 +272,23 @@ def main() -> int:
             "SESSIONHUB_TOKEN": "bench-token",
             "SESSIONHUB_SPOOL": str(root / "spool.jsonl"),
         }
+        entries = installed_entries(root, python)
+        prompt = json.loads(hook_line("SessionStart", transcript)) | {
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": "Migrate the session store to redis",
+        }
         kinds = {
             "python3 -c pass": ([python, "-c", "pass"], ""),
-            "PostToolUse": ([python, str(CLIENT)], hook_line("PostToolUse", transcript)),
-            "Stop": ([python, str(CLIENT)], hook_line("Stop", transcript)),
-            "SessionStart": ([python, str(CLIENT)], hook_line("SessionStart", transcript)),
+            "SessionStart": (
+                as_claude_runs(entries["SessionStart"]),
+                hook_line("SessionStart", transcript),
+            ),
+            "UserPromptSubmit": (as_claude_runs(entries["UserPromptSubmit"]), json.dumps(prompt)),
+            "Stop": (as_claude_runs(entries["Stop"]), hook_line("Stop", transcript)),
+            "PostToolUse (parent)": (
+                as_claude_runs(entries["PostToolUse"]),
+                hook_line("PostToolUse", transcript),
+            ),
         }
         times: dict[str, list[float]] = {name: [] for name in kinds}
         for round_ in range(args.warmup + args.runs):
@@ -260,24 +301,28 @@ def main() -> int:
                     raise SystemExit(f"{name} printed {out!r}")
                 if round_ >= args.warmup:
                     times[name].append(elapsed)
+        # The detached children send after their parent has gone: wait for the last.
+        rounds = args.warmup + args.runs
+        hooks_path = "/api/v1/hooks/claude-code"
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and stub.counts.get(hooks_path, 0) < 4 * rounds:
+            time.sleep(0.05)
         spooled = (root / "spool.jsonl").exists()
     stub.shutdown()
 
-    rounds = args.warmup + args.runs
-    hooks_path = "/api/v1/hooks/claude-code"
-    assert stub.counts.get(hooks_path) == 3 * rounds, stub.counts
+    assert stub.counts.get(hooks_path) == 4 * rounds, stub.counts
     assert stub.counts.get("/api/v1/continuity") == rounds, stub.counts
     assert not spooled, "events were spooled: the stub did not answer in time"
 
     base = times["python3 -c pass"]
     base_median, base_p95 = statistics.median(base), p95(base)
     print(f"interpreter: {python} (Python {version}; launchers such as pyenv shims resolved)")
-    print(f"client:      {CLIENT}")
+    print(f"client:      {CLIENT}, run as installed: {' '.join(kinds['Stop'][0])}")
     print(f"runs:        {args.runs} of each kind (+{args.warmup} warm-up), interleaved")
     print(f"transcript:  {transcript_bytes / 1024:.0f} KB for Stop; stub server on {stub.url}")
     print()
-    print(f"{'call':<18}{'median':>9}{'p95':>9}{'+median':>10}{'+p95':>9}")
-    figures = {}
+    print(f"{'call':<22}{'median':>9}{'p95':>9}{'+median':>10}{'+p95':>9}")
+    figures: dict[str, dict] = {}
     verdict = True
     for name, values in times.items():
         median, high = statistics.median(values), p95(values)
@@ -289,19 +334,51 @@ def main() -> int:
             "extra_p95_ms": round(extra_p95, 1),
         }
         if name == "python3 -c pass":
-            print(f"{name:<18}{median:>7.1f}ms{high:>7.1f}ms")
+            print(f"{name:<22}{median:>7.1f}ms{high:>7.1f}ms")
             continue
-        ok = extra_median <= TARGET_MS and extra_p95 <= TARGET_MS
-        verdict = verdict and ok
+        note = ""
+        if name == "SessionStart":
+            ok = extra_median <= TARGET_MS
+            verdict = verdict and ok
+            note = "  target met" if ok else "  OVER the target"
         print(
-            f"{name:<18}{median:>7.1f}ms{high:>7.1f}ms{extra_median:>+8.1f}ms{extra_p95:>+7.1f}ms"
-            f"  {'ok' if ok else 'OVER'}"
+            f"{name:<22}{median:>7.1f}ms{high:>7.1f}ms{extra_median:>+8.1f}ms{extra_p95:>+7.1f}ms"
+            + note
         )
     print()
     print(
-        f"target: at most {TARGET_MS:.0f} ms more than `python3 -c pass` (median and p95): "
+        f"target: SessionStart at most {TARGET_MS:.0f} ms more than `python3 -c pass` at p50: "
         + ("met" if verdict else "NOT met")
     )
+    if args.cli:
+        cli = cli_overhead(args.cli_sessions)
+        figures["cli"] = cli
+        ok = cli["extra_per_tool_median_ms"] <= TOOL_TARGET_MS
+        verdict = verdict and ok
+        print()
+        print(
+            f"real CLI: Claude Code {cli['version']}, {args.cli_sessions} sessions of "
+            f"{TOOLS_PER_SESSION} tool calls with and without the hooks, interleaved"
+        )
+        print(f"{'per tool call':<22}{'median':>9}{'p95':>9}")
+        for name in ("without", "no-op", "with"):
+            print(
+                f"{name + ' hooks':<22}{cli[name]['median_ms']:>7.1f}ms"
+                f"{cli[name]['p95_ms']:>7.1f}ms"
+            )
+        print(
+            f"agent-visible overhead per tool call: {cli['extra_per_tool_median_ms']:+.1f} ms at "
+            f"p50, {cli['extra_per_tool_p95_ms']:+.1f} ms at p95; whole session "
+            f"{cli['session_without_ms']:.0f} ms → {cli['session_with_ms']:.0f} ms (median)"
+        )
+        print(
+            f"of which Claude Code's own cost of two async hooks that do nothing: "
+            f"{cli['noop_per_tool_median_ms']:+.1f} ms at p50"
+        )
+        print(
+            f"target: at most {TOOL_TARGET_MS:.0f} ms per tool call at p50: "
+            + ("met" if ok else "NOT met")
+        )
     if args.json_path:
         Path(args.json_path).write_text(
             json.dumps(
@@ -310,6 +387,122 @@ def main() -> int:
             )
         )
     return 0 if verdict or not args.check else 1
+
+
+def cli_overhead(sessions: int) -> dict:
+    """Per-tool gaps seen by the model (tool_use answered → next request), with and
+    without the hooks, through the real CLI."""
+    sys.path.insert(0, str(REPO))
+    from tests.integrations.mock_anthropic import CLAUDE_CODE_VERSION, MockAnthropic
+    from tests.integrations.node_runtime import npm_prefix
+
+    prefix = npm_prefix("claude-code", {"@anthropic-ai/claude-code": CLAUDE_CODE_VERSION})
+    claude = prefix / "node_modules" / ".bin" / "claude"
+    plan = "Ten quick checks.\n" + "\n".join(
+        f'@tool Bash {{"command": "true {n}"}}' for n in range(TOOLS_PER_SESSION)
+    )
+    stub = Stub()
+    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    # "no-op": the same events as async exec-form hooks running `python3 -S -c pass`:
+    # what Claude Code's own spawning of async hooks costs, whatever they do.
+    gaps: dict[str, list[float]] = {"with": [], "without": [], "no-op": []}
+    totals: dict[str, list[float]] = {"with": [], "without": [], "no-op": []}
+    with (
+        tempfile.TemporaryDirectory(prefix="sessionhub-bench-cli-") as tmp,
+        MockAnthropic() as mock,
+    ):
+        homes = {}
+        for name in gaps:
+            home = Path(tmp) / name
+            (home / "proj").mkdir(parents=True)
+            (home / ".claude").mkdir()
+            if name == "with":
+                subprocess.run(
+                    [
+                        sys.executable,
+                        str(CLIENT),
+                        "install",
+                        "--user",
+                        "--url",
+                        stub.url,
+                        "--token",
+                        "bench-token",
+                    ],
+                    capture_output=True,
+                    env={"HOME": str(home), "PATH": os.environ["PATH"]},
+                    check=True,
+                )
+            elif name == "no-op":
+                noop = {"type": "command", "command": sys.executable, "args": ["-S", "-c", "pass"]}
+                tools = {"matcher": "*", "hooks": [dict(noop, timeout=10, **{"async": True})]}
+                hooks = {e: [tools] for e in ("PreToolUse", "PostToolUse")}
+                (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+            else:
+                (home / ".claude" / "settings.json").write_text("{}")
+            homes[name] = home
+        for round_ in range(sessions + 1):
+            for name, home in homes.items():
+                env = {
+                    "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                    "HOME": str(home),
+                    "LANG": "C.UTF-8",
+                    "IS_SANDBOX": "1",
+                    "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+                    "DISABLE_TELEMETRY": "1",
+                    "DISABLE_AUTOUPDATER": "1",
+                    "ANTHROPIC_BASE_URL": mock.url,
+                    "ANTHROPIC_API_KEY": "sk-ant-bench",
+                }
+                first = len(mock.requests)
+                started = time.perf_counter()
+                done = subprocess.run(
+                    [str(claude), "-p", plan, "--dangerously-skip-permissions"],
+                    cwd=home / "proj",
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    timeout=300,
+                    check=False,
+                )
+                total = (time.perf_counter() - started) * 1000
+                if done.returncode != 0:
+                    raise SystemExit(f"claude failed: {done.stdout}\n{done.stderr}")
+                calls = [
+                    r
+                    for r in mock.requests[first:]
+                    if r["path"].startswith("/v1/messages") and r["body"].get("tools")
+                ]
+                run_gaps = [
+                    (after["at"] - before["answered"]) * 1000
+                    for before, after in itertools.pairwise(calls)
+                    if before.get("stop_reason") == "tool_use"
+                ]
+                if len(run_gaps) != TOOLS_PER_SESSION:
+                    raise SystemExit(
+                        f"{name}: {len(run_gaps)} tool calls seen, not {TOOLS_PER_SESSION}"
+                    )
+                if round_ > 0:  # the first round warms caches
+                    gaps[name] += run_gaps
+                    totals[name].append(total)
+    stub.shutdown()
+    version = subprocess.run([str(claude), "--version"], capture_output=True, text=True).stdout
+    out = {
+        name: {"median_ms": round(statistics.median(v), 1), "p95_ms": round(p95(v), 1)}
+        for name, v in gaps.items()
+    }
+    return {
+        "version": version.split()[0] if version else "?",
+        **out,
+        "extra_per_tool_median_ms": round(
+            out["with"]["median_ms"] - out["without"]["median_ms"], 1
+        ),
+        "extra_per_tool_p95_ms": round(out["with"]["p95_ms"] - out["without"]["p95_ms"], 1),
+        "noop_per_tool_median_ms": round(
+            out["no-op"]["median_ms"] - out["without"]["median_ms"], 1
+        ),
+        "session_with_ms": statistics.median(totals["with"]),
+        "session_without_ms": statistics.median(totals["without"]),
+    }
 
 
 if __name__ == "__main__":

@@ -5,8 +5,12 @@ state: ingestion applies new events to the stored state when they come after eve
 seen so far, and refolds the whole log when a late event lands in the past. Both give
 the same result because the fold only ever looks at events in order.
 
-Rules: the first start (or resume) starts the session; a later start is a resume; the
-first end ends it and nothing reopens an ended session; every event is counted.
+Rules: the first start (or resume) starts the session; a later start is a resume; an end
+ends it; every event is counted. A resume stamped after the end reopens the session
+(``claude --resume`` / ``--continue`` keep the session id): it is active again, the time
+between the end and the resume counts like a suspension, and the next end moves
+``ended_at``. Any other event that lands after the end, or a start stamped before it,
+reopens nothing.
 """
 
 from __future__ import annotations
@@ -75,6 +79,21 @@ def _end(session: Session, event: FoldEvent) -> None:
     session.status = SessionStatus.CRASHED if session.recovered else SessionStatus.ENDED
 
 
+def _reopen(session: Session, at: datetime) -> bool:
+    """A resume after the end: active again, the gap recorded as a suspension."""
+    if session.ended_at is None or at <= session.ended_at:
+        return False
+    session.suspended_seconds += (at - session.ended_at).total_seconds()
+    session.suspend_count += 1
+    session.suspended_at = None
+    session.ended_at = None
+    session.end_reason = Session._meta.get_field("end_reason").get_default()
+    session.end_detail = ""
+    session.recovered = False
+    session.status = SessionStatus.ACTIVE
+    return True
+
+
 def apply(session: Session, event: FoldEvent) -> None:
     """Apply one event, assumed to come after every event already applied."""
     at = event.occurred_at
@@ -115,6 +134,8 @@ def apply(session: Session, event: FoldEvent) -> None:
 
     closed = session.status in (SessionStatus.ENDED, SessionStatus.CRASHED)
     if closed:
+        if kind in _STARTS and session.has_start and _reopen(session, at):
+            return
         if kind in _STARTS:
             # A start stamped after the end (a skewed clock) still is the session's start:
             # the next one must be stored as a resume. It reopens nothing.

@@ -60,6 +60,9 @@ def digest(value: Any, limit: int = DIGEST_LIMIT) -> str:
         ]
         if preferred:
             text = " ".join(str(value[k]) for k in preferred)
+        elif "stdout" in value:
+            # A shell's output: what it printed, not its flags sorted before it.
+            text = " ".join(str(value.get(k) or "") for k in ("stdout", "stderr"))
         else:
             text = json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
     elif isinstance(value, list):

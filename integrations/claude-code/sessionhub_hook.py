@@ -57,6 +57,11 @@ PROXY_VARIABLES = (
 PERMANENT_CODES = frozenset({400, 401, 403, 404, 413})
 
 TRANSCRIPT_EVENTS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
+# Strings longer than this are cut before sending, with a marker saying how much: the
+# server keeps far less of any one string, and a body over its limit would be refused
+# whole (an Edit of a large file carries the whole file in tool_response.originalFile).
+MAX_STRING_CHARS = 64 * 1024
+MAX_EVENT_BYTES = 2 * 1024 * 1024
 # SessionStart sources that get no preamble: after a compaction the conversation goes on,
 # and the preamble served at its start is already part of the compacted summary.
 NO_PREAMBLE_SOURCES = frozenset({"compact"})
@@ -69,11 +74,29 @@ INSTALL_EVENTS = (
     "PostToolUseFailure",
     "Notification",
     "Stop",
+    "StopFailure",
     "SubagentStop",
     "PreCompact",
+    "PostCompact",
     "SessionEnd",
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
+# Events whose answer nobody reads: registered "async": true, so the agent never waits.
+ASYNC_EVENTS = frozenset(
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Notification",
+        "SubagentStop",
+        "PreCompact",
+        "PostCompact",
+    }
+)
+# Events sent from a detached child process (``hook --detach``): Claude Code kills hooks
+# still running when it exits (async ones, StopFailure, a slow SessionEnd); a child in
+# its own session outlives that and still sends or spools the event.
+DETACHED_EVENTS = ASYNC_EVENTS | {"StopFailure", "SessionEnd"}
 INSTALL_HOOK_TIMEOUT = 10  # seconds; Claude Code's own limit, the client stops well before
 OUR_COMMAND_MARKERS = ("sessionhub-hook", "sessionhub_hook")
 
@@ -177,7 +200,8 @@ def log(message: str, path: str | None = None) -> None:
         except OSError:
             pass
         line = f"{_utc_now()} pid={os.getpid()} {message}".replace("\n", " ")
-        with open(path, "a", encoding="utf-8", errors="replace") as handle:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "a", encoding="utf-8", errors="replace") as handle:
             handle.write(line[:4000] + "\n")
     except Exception:  # noqa: S110, BLE001 - the log is best effort by design
         pass
@@ -313,7 +337,6 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
     timeout = max(timeout, 0.05)
     if any(os.environ.get(name) for name in PROXY_VARIABLES):
         return _urllib_post(url, headers, body, timeout)
-    import http.client
     from urllib.parse import urlsplit
 
     parts = urlsplit(url)
@@ -322,6 +345,10 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
     port = parts.port  # ValueError when it is not a number
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
     https = parts.scheme.lower() == "https"
+    if not https:
+        return _socket_post(parts.hostname, port or 80, target, headers, body, timeout)
+    import http.client
+
     connection_class = http.client.HTTPSConnection if https else http.client.HTTPConnection
     connection = connection_class(parts.hostname, port, timeout=timeout)
     try:
@@ -333,6 +360,57 @@ def _urlopen_post(url: str, token: str, body: bytes, timeout: float) -> tuple[in
         return response.status, response.read(MAX_RESPONSE_BYTES)
     finally:
         connection.close()
+
+
+def _socket_post(
+    host: str, port: int, target: str, headers: dict, body: bytes, timeout: float
+) -> tuple[int, bytes]:
+    """Plain-HTTP POST over a socket: ``http.client`` imports email and ssl, which cost
+    more than the rest of a hook's start-up. One request, ``Connection: close``."""
+    import socket
+
+    if any(c in target or c in host for c in "\r\n "):
+        raise ValueError("the URL has spaces or line breaks")
+    lines = [f"POST {target} HTTP/1.1", f"Host: {host}:{port}", f"Content-Length: {len(body)}"]
+    lines += [f"{k}: {v}" for k, v in headers.items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(request)
+        chunks, size = [], 0
+        while size <= MAX_RESPONSE_BYTES + 65536:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    raw = b"".join(chunks)
+    head, _, content = raw.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    fields = status_line.split(" ", 2)
+    if len(fields) < 2 or not fields[0].startswith("HTTP/") or not fields[1].isdigit():
+        raise OSError(f"not an HTTP answer: {status_line[:80]!r}")
+    found = {k.strip().lower(): v.strip() for k, _, v in (x.partition(":") for x in header_lines)}
+    if found.get("transfer-encoding", "").lower() == "chunked":
+        content = _unchunk(content)
+    elif found.get("content-length", "").isdigit():
+        content = content[: int(found["content-length"])]
+    return int(fields[1]), content[:MAX_RESPONSE_BYTES]
+
+
+def _unchunk(data: bytes) -> bytes:
+    """Decode a chunked body (as far as it is complete)."""
+    out = []
+    while data:
+        size_line, _, rest = data.partition(b"\r\n")
+        try:
+            size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        except ValueError:
+            break
+        if size == 0:
+            break
+        out.append(rest[:size])
+        data = rest[size + 2 :]
+    return b"".join(out)
 
 
 def _urllib_post(url: str, headers: dict, body: bytes, timeout: float) -> tuple[int, bytes]:
@@ -631,7 +709,7 @@ def _summarise(records: list[dict], sidechain: bool | None) -> tuple[str | None,
         if sidechain is not None and bool(record.get("isSidechain")) != sidechain:
             continue
         message = record.get("message")
-        if not isinstance(message, dict):
+        if not isinstance(message, dict) or _api_error(record, message):
             continue
         content = message.get("content")
         if isinstance(content, str):
@@ -677,6 +755,28 @@ _TAIL_BREAKS = ("\n", ". ", "! ", "? ")
 def _may_assign(segment: str) -> bool:
     """Whether a piece of a line holds an operator, a quote or a --flag."""
     return any(c in segment for c in "=:\"'`") or segment.startswith("-") or " -" in segment
+
+
+def _api_error(record: dict, message: dict) -> bool:
+    """Claude Code's own text for a failed API call ("API Error: ..."): never final words."""
+    return bool(record.get("isApiErrorMessage")) or message.get("model") == "<synthetic>"
+
+
+def transcript_model(path: str) -> str | None:
+    """The model of the newest real assistant message (headless sessions name it nowhere
+    else)."""
+    try:
+        size = os.path.getsize(path)
+        records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW)
+    except (OSError, TypeError, ValueError):
+        return None
+    for record in reversed(records):
+        message = record.get("message")
+        if isinstance(message, dict) and not _api_error(record, message):
+            model = message.get("model")
+            if isinstance(model, str) and model:
+                return model[:200]
+    return None
 
 
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
@@ -851,9 +951,7 @@ def strip_credentials(url: str) -> str:
 
 def build_event(hook: dict, deadline: Deadline) -> dict:
     """Return the hook payload plus the ``sessionhub`` key the server expects."""
-    import uuid
-
-    meta: dict[str, str] = {"event_id": str(uuid.uuid4()), "occurred_at": _utc_now()}
+    meta: dict[str, str] = {"event_id": _uuid4(), "occurred_at": _utc_now()}
     cwd = hook.get("cwd")
     if isinstance(cwd, str) and cwd:
         try:
@@ -873,10 +971,61 @@ def build_event(hook: dict, deadline: Deadline) -> dict:
             meta["final_message"] = final
         if tail:
             meta["reasoning_tail"] = tail
+        path = hook.get("transcript_path")
+        if not hook.get("model") and isinstance(path, str) and path:
+            model = transcript_model(os.path.expanduser(path))
+            if model:
+                meta["model"] = model
     meta["client"] = CLIENT
     event = dict(hook)
     event["sessionhub"] = meta
-    return event
+    return fit_event(event)
+
+
+def fit_event(event: dict) -> dict:
+    """Cut oversized strings (with a marker saying how much) until the event is small
+    enough to send; what was cut is listed in ``sessionhub.trimmed`` (path → characters)."""
+    limit = MAX_STRING_CHARS
+    trimmed: dict[str, int] = {}
+    while True:
+        cut = _cut_strings(event, limit, "", trimmed)
+        if len(json.dumps(cut, ensure_ascii=True)) <= MAX_EVENT_BYTES or limit <= 1024:
+            break
+        limit //= 4
+    if trimmed:
+        cut["sessionhub"]["trimmed"] = trimmed
+        total = sum(trimmed.values())
+        log(
+            f"{_event_name(event) or 'event'}: {total} characters cut from {len(trimmed)} string(s)"
+        )
+    return cut
+
+
+def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) -> object:
+    """A copy of value with every string longer than limit cut (not sessionhub's own ids)."""
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return value
+        cut = len(value) - limit
+        trimmed[path or "$"] = cut
+        return value[:limit] + f"… [sessionhub-hook cut {cut} of {len(value)} characters]"
+    if isinstance(value, dict):
+        return {
+            k: _cut_strings(v, limit, f"{path}.{k}" if path else str(k), trimmed)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_cut_strings(v, limit, f"{path}[{i}]", trimmed) for i, v in enumerate(value)]
+    return value
+
+
+def _uuid4() -> str:
+    """A random (version 4) UUID, without importing the uuid module on the hot path."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40
+    raw[8] = (raw[8] & 0x3F) | 0x80
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
 def _transcript_extras(hook: dict, deadline: Deadline) -> tuple[str | None, str | None]:
@@ -1028,6 +1177,8 @@ def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
                 break
         if done and not spool.remove(done, deadline):
             log(f"could not update the spool in time; {len(done)} sent event(s) will be resent")
+        elif done:
+            log(f"spool: {len(done)} waiting event(s) sent")  # so status shows the recovery
         return state
     finally:
         flush_lock.release()
@@ -1156,15 +1307,25 @@ def _log_unconfigured_once() -> None:
 # --------------------------------------------------------------------------- install
 
 
-def hook_command() -> str:
-    """The command Claude Code should run: the console script if on PATH, else this file."""
-    import shlex
-    import shutil
+def hook_entry(event: str, command: str | None = None) -> dict:
+    """The settings entry that runs this client for one event.
 
-    script = shutil.which("sessionhub-hook")
-    if script:
-        return shlex.quote(os.path.abspath(script))
-    return "python3 " + shlex.quote(os.path.abspath(__file__))
+    By default the exec form (``command`` + ``args``, no shell): the absolute path of the
+    interpreter running ``install`` (no PATH lookup, no pyenv shim) with ``-S`` (no site
+    packages: the client needs only the standard library) and the absolute path of this
+    file. With ``--command CMD`` (a settings file shared with a team) the shell form
+    ``CMD`` is written as given, ``CMD hook --detach`` for the detached events.
+    """
+    detach = event in DETACHED_EVENTS
+    if command:
+        entry: dict = {"type": "command", "command": command + (" hook --detach" if detach else "")}
+    else:
+        args = ["-S", os.path.abspath(__file__), "hook", *(["--detach"] if detach else [])]
+        entry = {"type": "command", "command": os.path.abspath(sys.executable), "args": args}
+    entry["timeout"] = INSTALL_HOOK_TIMEOUT
+    if event in ASYNC_EVENTS:
+        entry["async"] = True
+    return entry
 
 
 def _is_ours(entry: object) -> bool:
@@ -1172,10 +1333,12 @@ def _is_ours(entry: object) -> bool:
     if not isinstance(entry, dict) or entry.get("type", "command") != "command":
         return False
     command = entry.get("command")
-    return isinstance(command, str) and any(m in command for m in OUR_COMMAND_MARKERS)
+    args = entry.get("args")
+    words = [command] + (args if isinstance(args, list) else [])
+    return any(isinstance(w, str) and any(m in w for m in OUR_COMMAND_MARKERS) for w in words)
 
 
-def merge_hooks(settings: dict, command: str) -> dict:
+def merge_hooks(settings: dict, command: str | None = None) -> dict:
     """Add or update this client's entries in a settings dict, keeping all others."""
     hooks = settings.setdefault("hooks", {})
     if not isinstance(hooks, dict):
@@ -1196,17 +1359,16 @@ def merge_hooks(settings: dict, command: str) -> dict:
                     if found:
                         continue  # a duplicate from an earlier hand edit
                     found = True
-                    entry["type"] = "command"
-                    entry["command"] = command
-                    entry.setdefault("timeout", INSTALL_HOOK_TIMEOUT)
+                    timeout = entry.get("timeout", INSTALL_HOOK_TIMEOUT)
+                    entry.clear()
+                    entry.update(hook_entry(event, command), timeout=timeout)
                 kept.append(entry)
             if entries and not kept:
                 emptied.append(group)
             group["hooks"] = kept
         groups[:] = [g for g in groups if not any(g is e for e in emptied)]
         if not found:
-            entry = {"type": "command", "command": command, "timeout": INSTALL_HOOK_TIMEOUT}
-            group = {"hooks": [entry]}
+            group = {"hooks": [hook_entry(event, command)]}
             if event in TOOL_EVENTS:
                 group = {"matcher": "*", **group}
             groups.append(group)
@@ -1273,7 +1435,10 @@ def _write_json_file(path: str, data: dict, mode: int = 0o644) -> bool:
     except FileNotFoundError:
         pass
     folder = os.path.dirname(path)
-    if folder:
+    if folder == sessionhub_dir():
+        _ensure_dir(folder)
+        os.chmod(folder, 0o700)  # config, spool and log are private: so is their folder
+    elif folder:
         os.makedirs(folder, exist_ok=True)
     tmp = f"{path}.tmp-{os.getpid()}"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
@@ -1336,11 +1501,12 @@ def _parser():  # type: ignore[no-untyped-def]
 def cmd_install(args, out) -> None:  # type: ignore[no-untyped-def]
     """Write the hook entries (and, with --url/--token, the config file)."""
     path = settings_path(args.scope or "user", args.settings)
-    command = args.hook_command or hook_command()
-    settings = merge_hooks(_load_json_file(path), command)
+    settings = merge_hooks(_load_json_file(path), args.hook_command)
     changed = _write_json_file(path, settings)
     out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
-    out.write(f"hook command: {command}\n")
+    example = hook_entry("PostToolUse", args.hook_command)
+    shown = " ".join([example["command"], *example.get("args", [])])
+    out.write(f"hook command: {shown} (async for {', '.join(sorted(ASYNC_EVENTS))})\n")
     if args.url or args.token:
         cfg = Config()
         data = _load_json_file(cfg.config_path)
@@ -1430,7 +1596,7 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:  # type
     try:
         args = sys.argv[1:] if argv is None else list(argv)
         out = stdout if stdout is not None else sys.stdout
-        if not args or args == ["hook"]:
+        if not args or args in (["hook"], ["hook", "--detach"]):
             if os.environ.get("SESSIONHUB_DISABLE", "").strip() in ("1", "true", "yes"):
                 return 0
             cfg = Config()
@@ -1442,6 +1608,8 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:  # type
                 )
                 return 0
             raw = _read_all(source)
+            if "--detach" in args and stdin is None and _detach():
+                return 0  # the parent: Claude Code sees the hook done at once
             run_hook(raw, cfg, out, deadline)
             return 0
         import contextlib
@@ -1468,10 +1636,35 @@ def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:  # type
         return 0
 
 
+def _detach() -> bool:
+    """Fork a child in a session of its own that does the sending; True in the parent.
+
+    The child closes the hook's stdin, stdout and stderr (Claude Code waits for them to
+    close) and is not in the hook's process group, so Claude Code exiting or killing the
+    hook does not reach it. Without fork (Windows) the hook runs in place.
+    """
+    if not hasattr(os, "fork"):
+        return False
+    try:
+        pid = os.fork()
+    except OSError:
+        return False
+    if pid:
+        return True
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+    except OSError:
+        pass
+    return False
+
+
 def args_are_cli(argv: list[str] | None) -> bool:
     """Whether main was called for a subcommand (errors may then go to stderr)."""
     args = sys.argv[1:] if argv is None else argv
-    return bool(args) and args != ["hook"]
+    return bool(args) and args not in (["hook"], ["hook", "--detach"])
 
 
 def _read_all(source) -> bytes:  # type: ignore[no-untyped-def]

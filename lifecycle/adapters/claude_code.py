@@ -36,6 +36,12 @@ _START_SOURCES = {"startup", "clear", "fork"}
 _AGENT_ID_LENGTH = 300  # Agent.external_id
 
 
+# A prompt Claude Code writes itself when a background task (an Agent run in the
+# background, a background shell) finishes: kept in the timeline as a notification,
+# never counted as something the user asked.
+_INJECTED_PROMPT_TAGS = ("<task-notification>",)
+
+
 _SIMPLE_KINDS = {
     "SessionEnd": (EventKind.SESSION_END, ""),
     "PreCompact": (EventKind.COMPACTION_BEFORE, ""),
@@ -45,6 +51,7 @@ _SIMPLE_KINDS = {
     "PostToolUse": (EventKind.TOOL_USE, "post"),
     "PostToolUseFailure": (EventKind.TOOL_USE, "post"),
     "Stop": (EventKind.TURN_END, ""),
+    "StopFailure": (EventKind.TURN_END, ""),
     "SubagentStop": (EventKind.TURN_END, ""),
     "Notification": (EventKind.NOTIFICATION, ""),
 }
@@ -59,6 +66,10 @@ def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
         if source == "compact":
             return EventKind.COMPACTION_AFTER, ""
         return EventKind.SESSION_START, ""
+    if hook == "UserPromptSubmit" and _injected(body.get("prompt")):
+        return EventKind.NOTIFICATION, ""
+    if hook == "SubagentStop" and _compaction_agent(body):
+        return EventKind.COMPACTION_AFTER, ""
     return _SIMPLE_KINDS.get(hook, (EventKind.OTHER, ""))
 
 
@@ -76,6 +87,21 @@ def agent_identity(*, gateway: str, cwd: str, git_remote: str) -> tuple[str, str
     external_id = keyed_form(f"{gateway}:{identity}", f"{label}:{project}", limit=_AGENT_ID_LENGTH)
     name = f"{project.rstrip('/').rsplit('/', 1)[-1] or 'claude-code'} ({label})"
     return external_id, name, project
+
+
+def _injected(prompt: Any) -> bool:
+    """Whether a UserPromptSubmit carries a notification Claude Code wrote, not the user."""
+    return isinstance(prompt, str) and prompt.lstrip().startswith(_INJECTED_PROMPT_TAGS)
+
+
+def _compaction_agent(body: dict[str, Any]) -> bool:
+    """The SubagentStop of the agent that writes a compaction's summary: it names no agent
+    type and its last words are the ``<summary>`` block. It is part of the compaction,
+    not a turn (between PreCompact and ``SessionStart source=compact``)."""
+    if body.get("agent_type") != "":
+        return False
+    last = body.get("last_assistant_message")
+    return isinstance(last, str) and "<summary>" in last
 
 
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
@@ -117,12 +143,33 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         facts["reason_detail"] = raw_reason
     if kind == EventKind.PROMPT:
         facts["text"] = opt_str(body, "prompt", "prompt", max_length=1_000_000)
+    if hook == "UserPromptSubmit" and kind == EventKind.NOTIFICATION:
+        facts["injected"] = "task-notification"
+    # A subagent's own hooks carry its id and type: its tool calls are its, not the parent's.
+    agent_id = opt_str(body, "agent_id", "agent_id", max_length=200)
+    if agent_id:
+        facts["agent_id"] = agent_id
+        facts["agent_type"] = opt_str(body, "agent_type", "agent_type", max_length=200)
     if kind == EventKind.TOOL_USE:
         facts["tool_name"] = opt_str(body, "tool_name", "tool_name", max_length=200)
         facts["failed"] = hook == "PostToolUseFailure"
     if kind == EventKind.COMPACTION_BEFORE:
         facts["trigger"] = opt_str(body, "trigger", "trigger", max_length=40)
-    if kind in (EventKind.TURN_END, EventKind.SESSION_END):
+    if hook in ("PostCompact", "SubagentStop") and kind == EventKind.COMPACTION_AFTER:
+        # Claude Code's own summary of the conversation so far: memory worth keeping.
+        summary = opt_str(body, "compact_summary", "compact_summary", max_length=10**6)
+        summary = summary or opt_str(
+            body, "last_assistant_message", "last_assistant_message", max_length=10**6
+        )
+        if summary:
+            facts["compact_summary"] = summary
+    if hook == "StopFailure":
+        # A turn that an API error ended: no final message, whatever text came with it.
+        facts["failed"] = True
+        facts["error"] = opt_str(body, "error", "error", max_length=200) or "unknown"
+        facts["final_message"] = ""
+        facts["reasoning"] = ""
+    elif kind in (EventKind.TURN_END, EventKind.SESSION_END):
         # The client reads the transcript on SessionEnd too: a session can end in the
         # middle of a turn, with no Stop to carry its last words.
         final = opt_str(body, "last_assistant_message", "last_assistant_message", max_length=10**6)
@@ -136,7 +183,17 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
             facts["reasoning"] = reasoning or tagged
     if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
+    trimmed = extra.get("trimmed")
+    if isinstance(trimmed, dict) and trimmed:
+        # What the client cut from oversized strings (path → characters), so the stored
+        # event says it is not whole.
+        facts["client_trimmed"] = {
+            str(k)[:200]: v for k, v in list(trimmed.items())[:50] if type(v) is int
+        }
+    # Headless (-p) sessions name no model on SessionStart: the client reads it from the
+    # transcript.
     model = opt_str(body, "model", "model", max_length=200)
+    model = model or opt_str(extra, "model", "sessionhub.model", max_length=200)
     if model:
         facts["model"] = model
 

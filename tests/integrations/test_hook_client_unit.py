@@ -822,7 +822,7 @@ def _our_entries(settings: dict, event: str) -> list[dict]:
         entry
         for group in settings["hooks"].get(event, [])
         for entry in group.get("hooks", [])
-        if "sessionhub" in entry.get("command", "")
+        if "sessionhub" in " ".join([entry.get("command", ""), *entry.get("args", [])])
     ]
 
 
@@ -857,7 +857,12 @@ def test_install_is_idempotent_and_keeps_existing_hooks(home, tmp_path):
     for event in client.INSTALL_EVENTS:
         [entry] = _our_entries(settings, event)
         assert entry["type"] == "command"
-        assert "sessionhub_hook.py" in entry["command"] or "sessionhub-hook" in entry["command"]
+        # The exec form: this interpreter, no site packages, this file (issue 13: no shell,
+        # no PATH lookup); async exactly for the events whose answer nobody reads.
+        assert entry["command"] == os.path.abspath(sys.executable)
+        assert entry["args"][:3] == ["-S", str(Path(client.__file__).resolve()), "hook"]
+        assert entry["args"][3:] == (["--detach"] if event in client.DETACHED_EVENTS else [])
+        assert entry.get("async", False) == (event in client.ASYNC_EVENTS)
     tool_group = settings["hooks"]["PostToolUse"][-1]
     assert tool_group["matcher"] == "*"
 
@@ -915,3 +920,101 @@ def test_uninstall_removes_only_our_entries(home, tmp_path):
     client.main(["uninstall", "--settings", str(settings_file)], stdout=io.StringIO())
 
     assert json.loads(settings_file.read_text()) == {"hooks": {"PreToolUse": [{"hooks": [mine]}]}}
+
+
+# --------------------------------------------------------------------------- issue 13
+
+
+def test_an_oversized_string_is_cut_with_a_marker_and_listed(configured, server):
+    """An Edit of a ~7 MB file: the event is sent, the file cut to a marker."""
+    original = "x = 1\n" * 1_200_000  # 7.2 MB
+    hook = dict(tool_hook(1), hook_event_name="PostToolUse")
+    hook["tool_response"] = {"filePath": "/p/big.py", "originalFile": original}
+    rc, out, _ = run(hook)
+    assert (rc, out) == (0, "")
+    [request] = server.hook_requests()
+    sent = request["body"]
+    text = sent["tool_response"]["originalFile"]
+    cut = len(original) - client.MAX_STRING_CHARS
+    assert text.startswith("x = 1\n")
+    assert text.endswith(f"… [sessionhub-hook cut {cut} of {len(original)} characters]")
+    assert sent["sessionhub"]["trimmed"] == {"tool_response.originalFile": cut}
+    assert len(json.dumps(sent)) < client.MAX_EVENT_BYTES
+
+
+def test_many_large_strings_are_cut_further_until_the_event_fits():
+    event = {"sessionhub": {"event_id": "e"}, "parts": ["y" * 100_000] * 60}
+    fitted = client.fit_event(event)
+    assert len(json.dumps(fitted)) <= client.MAX_EVENT_BYTES
+    assert len(fitted["sessionhub"]["trimmed"]) == 60
+    assert all("sessionhub-hook cut" in p for p in fitted["parts"])
+
+
+def test_folder_is_0700_and_log_is_0600(home, tmp_path):
+    client.main(
+        ["install", "--settings", str(tmp_path / "s.json"), "--url", "http://x", "--token", "t"],
+        stdout=io.StringIO(),
+    )
+    client.log("a line")
+    folder = home / ".sessionhub"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE((folder / "hook.log").stat().st_mode) == 0o600
+    assert stat.S_IMODE((folder / "config.json").stat().st_mode) == 0o600
+
+
+def test_status_after_a_successful_flush_is_not_the_old_error(configured, server):
+    server.mode = 500
+    run(tool_hook(1))
+    server.mode = 200
+    run(tool_hook(2))
+    out = io.StringIO()
+    client.main(["status"], stdout=out)
+    last = [x for x in out.getvalue().splitlines() if x.startswith("last log line")]
+    assert last and "1 waiting event(s) sent" in last[0], out.getvalue()
+
+
+def test_api_error_text_is_never_the_final_message_and_model_is_read(tmp_path):
+    path = tmp_path / "t.jsonl"
+    real = {
+        "type": "assistant",
+        "isSidechain": False,
+        "message": {
+            "id": "m1",
+            "model": "claude-opus-5-5",
+            "content": [{"type": "text", "text": "Real work done."}],
+        },
+    }
+    failed = {
+        "type": "assistant",
+        "isSidechain": False,
+        "isApiErrorMessage": True,
+        "message": {
+            "id": "m2",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "API Error: 400 boom"}],
+        },
+    }
+    path.write_text(json.dumps(real) + "\n" + json.dumps(failed) + "\n")
+    final, _ = client.read_transcript(str(path))
+    assert final == "Real work done."
+    assert client.transcript_model(str(path)) == "claude-opus-5-5"
+
+
+def test_detached_hook_returns_at_once_and_the_child_sends(configured, server, tmp_path):
+    """``hook --detach`` as Claude Code runs it: the parent exits before the event is sent;
+    the child, in its own session, sends it."""
+    env = dict(os.environ)
+    done = subprocess.run(
+        [sys.executable, "-S", str(CLIENT_PATH), "hook", "--detach"],
+        input=json.dumps(dict(tool_hook(7), hook_event_name="PostToolUse")),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=30,
+        check=False,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not server.accepted_ids():
+        time.sleep(0.05)
+    assert len(server.accepted_ids()) == 1

@@ -4,8 +4,9 @@ Any sequence of a session's events — canonical kinds or either gateway's hooks
 timestamps, delivered in any order, in several batches, with repeats of the same event
 id — must end in a consistent state:
 
-* one effective start; the session ends at most once, at its earliest end event, and is
-  ``ended``/``crashed`` exactly when an end was stored;
+* one effective start; the session is ``ended``/``crashed`` at one of its end events
+  (the first, or the end that followed a resume stamped after an earlier end: such a
+  resume reopens it), and only when an end was stored;
 * the status is the one a straightforward model of the lifecycle gives;
 * the counters equal the stored events (``event_count`` the rows, prompts, tool uses and
   turns the rows of those kinds);
@@ -279,12 +280,19 @@ def deliveries(draw: Any, n: int) -> list[list[int]]:
 STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
 
 
-def model_status(log: list[tuple[datetime, str, str]]) -> str:
-    """The lifecycle as the design states it, from (time, kind, reason) in time order."""
-    status, started = SessionStatus.ACTIVE, False
-    for _, kind, reason in sorted(log):
+def model_status(log: list[tuple[datetime, int, str, str]]) -> tuple[str, datetime | None]:
+    """The lifecycle as the design states it, from (time, order, kind, reason) in time
+    order (ties in the order the fold takes them):
+    (status, ended_at). A resume stamped after the end reopens the session; nothing else
+    does, and ``ended_at`` is the end that closed it last."""
+    status, started, ended_at = SessionStatus.ACTIVE, False, None
+    for at, _, kind, reason in sorted(log):
         if status in (SessionStatus.ENDED, SessionStatus.CRASHED):
-            break  # nothing reopens an ended session
+            if kind in STARTS and started and ended_at is not None and at > ended_at:
+                status, ended_at = SessionStatus.ACTIVE, None
+            elif kind in STARTS:
+                started = True
+            continue
         if kind in STARTS:
             if started and status == SessionStatus.SUSPENDED:
                 status = SessionStatus.ACTIVE
@@ -293,7 +301,8 @@ def model_status(log: list[tuple[datetime, str, str]]) -> str:
             status = SessionStatus.SUSPENDED
         elif kind == EventKind.SESSION_END:
             status = SessionStatus.CRASHED if reason == "crashed" else SessionStatus.ENDED
-    return status
+            ended_at = at
+    return status, ended_at
 
 
 def fold_state(session: Session) -> dict[str, Any]:
@@ -305,13 +314,13 @@ def check_session(session: Session, expected: dict[str, tuple[str, str]]) -> Non
     event id to the (kind, phase) its body should have been mapped to."""
     rows = list(
         LifecycleEvent.objects.filter(session=session).values_list(
-            "event_id", "kind", "phase", "occurred_at", "facts"
+            "event_id", "kind", "phase", "occurred_at", "facts", "id"
         )
     )
     ids = [r[0] for r in rows]
     assert len(ids) == len(set(ids)) == len(expected), (len(ids), len(expected))
     assert set(ids) == set(expected)
-    for event_id, kind, phase, _, _ in rows:
+    for event_id, kind, phase, _, _, _ in rows:
         want_kind, want_phase = expected[event_id]
         # A second start is stored as a resume: both start the session in the fold.
         if want_kind == EventKind.SESSION_START:
@@ -342,14 +351,14 @@ def check_session(session: Session, expected: dict[str, tuple[str, str]]) -> Non
     assert session.last_event_at == max(times)
 
     ends = sorted(r[3] for r in rows if r[1] == EventKind.SESSION_END)
-    if ends:
-        assert session.status in (SessionStatus.ENDED, SessionStatus.CRASHED)
-        assert session.ended_at == ends[0]  # the first end wins; nothing reopens it
+    log = [(r[3], r[5], r[1], (r[4] or {}).get("reason", "")) for r in rows]
+    status, ended_at = model_status(log)
+    assert (session.status, session.ended_at) == (status, ended_at)
+    if session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
+        # Ended at one of its end events: the first, or the last one after a resume.
+        assert session.ended_at in ends
     else:
-        assert session.status in (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
         assert session.ended_at is None
-    log = [(r[3], r[1], (r[4] or {}).get("reason", "")) for r in rows]
-    assert session.status == model_status(log)
     if session.status == SessionStatus.SUSPENDED:
         assert session.suspended_at is not None
 
@@ -474,8 +483,8 @@ def test_fold_is_order_free_and_equals_step_by_step(events: list[Spec], data: An
     for event in sorted(fold_events(events), key=lambda e: e.occurred_at):
         state.apply(stepped, event)
     assert fold_state(stepped) == fold_state(folded)
-    log = [(s.occurred_at, s.kind, s.reason) for s in events]
-    assert folded.status == model_status(log)
+    log = [(s.occurred_at, i, s.kind, s.reason) for i, s in enumerate(events)]
+    assert (folded.status, folded.ended_at) == model_status(log)
     assert folded.event_count == len(events)
     assert folded.suspended_seconds >= 0
 
