@@ -42,6 +42,12 @@ export interface ContinuityOptions {
   memory?: number;
   /** This gateway's instance id (sent along, as with every event). */
   gatewayId?: string;
+  /**
+   * The sessions already asked, shared by every injector of one gateway: the
+   * gateway loads the plugin more than once (reloads, runtime registrations)
+   * and may hand a session's start to one instance and its prompt to another.
+   */
+  asked?: Map<string, true>;
 }
 
 /** Longest prompt text sent along (the prompt can carry reconstructed history). */
@@ -69,7 +75,7 @@ export class ContinuityInjector {
   private readonly enabled: boolean;
   private readonly memory: number;
   private readonly gatewayId: string | undefined;
-  private readonly asked = new Map<string, true>();
+  private readonly asked: Map<string, true>;
   private listeners: Array<(report: ContinuityReport) => void> = [];
 
   constructor(options: ContinuityOptions) {
@@ -80,6 +86,7 @@ export class ContinuityInjector {
     this.enabled = options.enabled;
     this.memory = Math.max(1, options.memory ?? 10_000);
     this.gatewayId = options.gatewayId;
+    this.asked = options.asked ?? new Map<string, true>();
   }
 
   /** The session was reset in place: its next prompt is a new session's first. */
@@ -190,6 +197,7 @@ export class ContinuityInjector {
   }
 
   private finish(report: ContinuityReport, skipped: string): undefined {
+    this.log.debug(`no continuity asked for session ${report.sessionId ?? "?"}: ${skipped}`);
     report.skipped = skipped;
     report.returned = undefined;
     this.emit(report);

@@ -154,6 +154,18 @@ const runtimes = new WeakMap<object, SessionHubRuntime>();
  */
 const queuesByDir = new Map<string, DiskQueue>();
 
+/** Sessions already asked for a preamble, per queue file (one gateway), shared by its runtimes. */
+const askedByDir = new Map<string, Map<string, true>>();
+
+function sharedAsked(config: SessionHubConfig): Map<string, true> {
+  let asked = askedByDir.get(config.queueDir);
+  if (!asked) {
+    asked = new Map<string, true>();
+    askedByDir.set(config.queueDir, asked);
+  }
+  return asked;
+}
+
 function sharedQueue(config: SessionHubConfig, log: SafeLogger): DiskQueue {
   let queue = queuesByDir.get(config.queueDir);
   if (!queue) {
@@ -292,6 +304,7 @@ export function createSessionHubRuntime(
     timeoutMs: config.timeoutMs,
     enabled: config.injectPreamble,
     gatewayId,
+    asked: sharedAsked(config),
   });
   const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
     const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId(), gateway: gatewayId };
