@@ -15,6 +15,8 @@ HOT_TOPIC_COUNT = 20
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:[-'][A-Za-z0-9_]+)*")
 _HEXISH = re.compile(r"^(?:[0-9a-f]{7,}|[a-z]{0,2}\d+[a-z\d]*)$")
+# Redaction's markers ([REDACTED:aws_access_key]) say a secret was there: not a topic.
+_REDACTION_MARKER = re.compile(r"\[REDACTED:[^\]]*\]")
 
 _STOP_WORDS_TEXT = """
     a about above after again against all also am an and any are aren as at be because
@@ -41,6 +43,8 @@ def keywords(texts: Iterable[str]) -> Counter[str]:
     for text in texts:
         if not text:
             continue
+        if "[REDACTED:" in text:
+            text = _REDACTION_MARKER.sub(" ", text)
         for match in _WORD.finditer(text):
             word = match.group(0).lower().strip("-'")
             if len(word) < 3 or len(word) > 40 or word in STOP_WORDS or _HEXISH.match(word):

@@ -162,3 +162,10 @@ def test_two_gateways_main_agents_are_two_agents(api: Any) -> None:
     assert alice.pk != bob.pk
     assert alice.external_id.endswith("/laptop-alice:main")
     assert alice.name.startswith("main (")
+
+
+def test_redaction_markers_are_not_hot_topics() -> None:
+    from memory.features import hot_topics
+
+    topics = hot_topics(["deploy with [REDACTED:aws_access_key] and [REDACTED:password] today"])
+    assert topics == ["deploy", "today"]
