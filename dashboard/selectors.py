@@ -25,7 +25,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from lifecycle import selectors as lifecycle_selectors
-from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
+from lifecycle.models import (
+    Agent,
+    EventKind,
+    LifecycleEvent,
+    Session,
+    SessionStatus,
+    foreground_q,
+)
 from memory.models import (
     ContinuityRecord,
     Observation,
@@ -310,7 +317,7 @@ class Overview:
 
 def _day_series(team: Team, since: datetime, days: list[date]) -> list[charts.Series]:
     rows = (
-        Session.objects.filter(team=team, started_at__gte=since)
+        Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
         .annotate(day=TruncDate("started_at"))
         .values_list("day", "status")
         .annotate(n=Count("id"))
@@ -331,7 +338,8 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
     today = timezone.localdate(now)
     first_day = today - timedelta(days=days - 1)
     since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
-    window = Session.objects.filter(team=team, started_at__gte=since)
+    # Background runs (heartbeats...) are not the team's work: kept out of the charts.
+    window = Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
 
     duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
     aggregates: dict[str, Any] = {
@@ -353,7 +361,7 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
     totals = window.annotate(duration=duration).aggregate(**aggregates)
 
     open_now = dict(
-        Session.objects.filter(team=team, status__in=OPEN)
+        Session.objects.filter(foreground_q(), team=team, status__in=OPEN)
         .values_list("status")
         .annotate(n=Count("id"))
         .order_by()

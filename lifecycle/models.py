@@ -95,6 +95,15 @@ class Agent(models.Model):
         return self.name or self.external_id
 
 
+USER_TRIGGER = "user"
+FOREGROUND_TRIGGERS = ("", USER_TRIGGER)
+
+
+def foreground_q() -> Q:
+    """Sessions with at least one run of the user's (or no word on it)."""
+    return Q(trigger__in=FOREGROUND_TRIGGERS)
+
+
 class Session(models.Model):
     """One agent session, its current state and its place in the session chain."""
 
@@ -108,6 +117,12 @@ class Session(models.Model):
     cwd = models.CharField(max_length=1000, blank=True)
     project = models.CharField(max_length=500, blank=True)
     model = models.CharField(max_length=200, blank=True)
+    trigger = models.CharField(
+        max_length=40,
+        blank=True,
+        help_text="What set its runs off: 'user' once any run was the user's, else the "
+        "gateway's word for a background run (heartbeat, cron...); blank when not said",
+    )
 
     status = models.CharField(
         max_length=16, choices=SessionStatus.choices, default=SessionStatus.ACTIVE
@@ -178,6 +193,11 @@ class Session(models.Model):
 
     def __str__(self) -> str:
         return f"{self.source}:{self.external_id}"
+
+    @property
+    def is_background(self) -> bool:
+        """Only background runs (a heartbeat...): no preamble, no continuity source, no charts."""
+        return self.trigger not in FOREGROUND_TRIGGERS
 
     @property
     def is_open(self) -> bool:

@@ -9,6 +9,7 @@ broker: a session whose work could not be queued stays marked in the outbox
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
 from collections import defaultdict
@@ -75,7 +76,8 @@ def adapter_for(source: str, token: ApiToken) -> Adapter:
         gateway = token.gateway_name
         return lambda body, now: claude_code_adapter.adapt(body, gateway=gateway, now=now)
     if source == Source.OPENCLAW:
-        return lambda body, now: openclaw_adapter.adapt(body, now=now)
+        gateway = token.gateway_name
+        return lambda body, now: openclaw_adapter.adapt(body, now=now, gateway=gateway)
     return lambda body, now: canonical_adapter.adapt(body, now=now)
 
 
@@ -102,20 +104,36 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
             continue
         valid.append((index, _redacted(event)))
         results.append(EventResult(index=index, status=ACCEPTED, event_id=event.event_id))
-    if valid:
-        stored = events_store(team=team, events=[event for _, event in valid], received_at=now)
-        for (index, _), (status, session_id) in zip(valid, stored, strict=True):
-            if status == CONFLICT:
+    parts = _split_at_new_sessions(valid)
+    # Nearly always one part; several are stored in one transaction all the same.
+    with transaction.atomic() if len(parts) > 1 else contextlib.nullcontext():
+        for part in parts:
+            stored = events_store(team=team, events=[event for _, event in part], received_at=now)
+            for (index, _), (status, session_id) in zip(part, stored, strict=True):
                 result = results[index]
-                result.status = REJECTED
-                result.field = "event_id"
-                result.reason = "repeats an event id of this batch with a different body"
-                result.code = "event_id_conflict"
-                continue
-            results[index].status = status
-            results[index].session_id = session_id
+                if status == CONFLICT:
+                    result.status = REJECTED
+                    result.field = "event_id"
+                    result.reason = "repeats an event id of this batch with a different body"
+                    result.code = "event_id_conflict"
+                    continue
+                result.status = status
+                result.session_id = session_id
     embedded_housekeeping(now)
     return results
+
+
+def _split_at_new_sessions(
+    valid: list[tuple[int, NormalizedEvent]],
+) -> list[list[tuple[int, NormalizedEvent]]]:
+    """The batch in parts, a new part at each start that opens a new session under a
+    reused id (a reset in place): what came before it belongs to the session it ends."""
+    parts: list[list[tuple[int, NormalizedEvent]]] = []
+    for item in valid:
+        if not parts or item[1].facts.get("opens_new_session"):
+            parts.append([])
+        parts[-1].append(item)
+    return parts
 
 
 _last_housekeeping = 0.0
@@ -577,6 +595,7 @@ def _sessions_resolve(
         return {}, []
 
     found = _sessions_locked(team, list(wanted))
+    _sessions_roll_over(team, events, found)
     missing = [key for key in wanted if key not in found]
     if missing:
         agents = _agents_resolve(team, [wanted[key] for key in missing], timezone.now())
@@ -591,6 +610,50 @@ def _sessions_resolve(
     for key, session in found.items():
         _fill_blanks(session, by_session[key])
     return found, missing
+
+
+def _sessions_roll_over(
+    team: Team, events: Sequence[NormalizedEvent], found: dict[tuple[str, str], Session]
+) -> None:
+    """A start that opens a new session under the id of one already started (OpenClaw's
+    /new and /reset keep the id): the old row steps aside under a derived id, and the id
+    is free for a new row, which follows the old one in the chain.
+
+    Only a start not stored yet does this (a redelivery is a duplicate, nothing more);
+    the caller splits batches so that such a start comes first in its part.
+    """
+    opening = [
+        e
+        for e in events
+        if e.facts.get("opens_new_session") and (e.source, e.session_external_id) in found
+    ]
+    if not opening:
+        return
+    stored = set(
+        LifecycleEvent.objects.filter(
+            team=team, event_id__in=[e.event_id for e in opening]
+        ).values_list("event_id", flat=True)
+    )
+    for event in opening:
+        key = (event.source, event.session_external_id)
+        old = found[key]
+        if event.event_id in stored or not old.has_start:
+            continue
+        generation = (
+            Session.objects.filter(
+                team=team, source=event.source, external_id__startswith=f"{old.external_id}~"
+            ).count()
+            + 1
+        )
+        old.external_id = f"{event.session_external_id[:190]}~{generation}"
+        Session.objects.filter(pk=old.pk).update(external_id=old.external_id)
+        del found[key]
+        agents = _agents_resolve(team, [event], timezone.now())
+        new = _new_session(team, event, agents)
+        new.previous_session = old
+        new.previous_external_id = old.external_id
+        new.save(force_insert=True)
+        found[key] = new
 
 
 def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Session]:
@@ -1037,10 +1100,17 @@ def session_close(
 
 
 def session_for_continuity(
-    *, team: Team, source: str, external_id: str, agent_external_id: str = ""
+    *,
+    team: Team,
+    source: str,
+    external_id: str,
+    agent_external_id: str = "",
+    gateway: str = "",
+    instance: str = "",
 ) -> Session | None:
     """The session a gateway asks continuity for; a shell is made when the gateway's start
-    event is still on its way (the plugin sends it in the background) and it names its agent.
+    event is still on its way (the plugin sends it in the background) and it names its agent
+    (an OpenClaw agent as its events name it: with the gateway).
     """
     external_id = as_key(external_id)  # the gateway's raw id, keyed as ingestion keys it
     session = (
@@ -1050,11 +1120,16 @@ def session_for_continuity(
     )
     if session is not None or not agent_external_id:
         return session
+    name = agent_external_id
+    if source == Source.OPENCLAW and (gateway or instance):
+        agent_external_id, name = openclaw_adapter.agent_identity(
+            agent_external_id, gateway, instance
+        )
     agent, _ = Agent.objects.get_or_create(
         team=team,
         source=source,
         external_id=as_key(agent_external_id, limit=300),  # as ingestion stores it
-        defaults={"name": redact_text(agent_external_id)[:300], "last_seen_at": timezone.now()},
+        defaults={"name": redact_text(name)[:300], "last_seen_at": timezone.now()},
     )
     session, _ = Session.objects.get_or_create(
         team=team, source=source, external_id=external_id, defaults={"agent": agent}

@@ -10,7 +10,11 @@ ends it; every event is counted. A resume stamped after the end reopens the sess
 (``claude --resume`` / ``--continue`` keep the session id): it is active again, the time
 between the end and the resume counts like a suspension, and the next end moves
 ``ended_at``. Any other event that lands after the end, or a start stamped before it,
-reopens nothing.
+reopens nothing. A session's first event starts it, whatever its kind (a gateway may send
+no start at all). A prompt, tool use or turn on a suspended session resumes it (a gateway
+may send no resume after a restart). A session is a background one while every run that
+said what set it off was a background run (a heartbeat); one run of the user's makes it
+the user's.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .models import EndReason, EventKind, Session, SessionStatus
+from .models import USER_TRIGGER, EndReason, EventKind, Session, SessionStatus
 
 FOLD_FIELDS = (
     "status",
@@ -43,10 +47,13 @@ FOLD_FIELDS = (
     "reported_message_count",
     "token_count",
     "model",
+    "trigger",
 )
 
 _STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
 _COMPACTIONS = {EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER}
+# The agent at work: on a suspended session, proof that it is back.
+_ACTIVITY = {EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,6 +71,14 @@ def reset(session: Session) -> None:
     """Back to the state before any event."""
     for name in FOLD_FIELDS:
         setattr(session, name, Session._meta.get_field(name).get_default())
+
+
+def _wake(session: Session, at: datetime) -> None:
+    """A suspended session is active again: the time it slept is counted."""
+    if session.suspended_at is not None:
+        session.suspended_seconds += max(0.0, (at - session.suspended_at).total_seconds())
+    session.suspended_at = None
+    session.status = SessionStatus.ACTIVE
 
 
 def _end(session: Session, event: FoldEvent) -> None:
@@ -112,6 +127,8 @@ def apply(session: Session, event: FoldEvent) -> None:
         session.token_count = facts["token_count"]
     if facts.get("message_count") is not None:
         session.reported_message_count = facts["message_count"]
+    if facts.get("trigger") and session.trigger != USER_TRIGGER:
+        session.trigger = str(facts["trigger"])[:40]
 
     kind = event.kind
     if kind not in _COMPACTIONS:
@@ -146,9 +163,9 @@ def apply(session: Session, event: FoldEvent) -> None:
             session.has_start = True
             session.started_at = at
         elif session.status == SessionStatus.SUSPENDED and session.suspended_at is not None:
-            session.suspended_seconds += (at - session.suspended_at).total_seconds()
-            session.suspended_at = None
-            session.status = SessionStatus.ACTIVE
+            _wake(session, at)
+    elif kind in _ACTIVITY and session.status == SessionStatus.SUSPENDED:
+        _wake(session, at)
     elif kind == EventKind.SESSION_SUSPEND:
         if session.status == SessionStatus.ACTIVE:
             session.status = SessionStatus.SUSPENDED

@@ -286,6 +286,12 @@ class ContinuityRequestSerializer(serializers.Serializer):
         "ingestion stores it (a duplicate when it already came), so continuity works "
         "whether or not the start has landed",
     )
+    gateway = StrictCharField(
+        max_length=200,
+        required=False,
+        allow_blank=True,
+        help_text="OpenClaw: the plugin's instance id, part of the agent's identity",
+    )
 
 
 class ContinuityAnswerSerializer(serializers.Serializer):
@@ -329,6 +335,8 @@ class ContinuityApi(APIView):
             source=values["source"],
             external_id=values["session_id"],
             agent_external_id=values.get("agent_id", ""),
+            gateway=token.gateway_name,
+            instance=values.get("gateway", ""),
         )
         if session is None:
             raise NotFound("No such session: post its start event first, or name its agent_id")

@@ -28,7 +28,7 @@ from django.db.models import BigIntegerField, F, Func, IntegerField, Q, TextFiel
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from lifecycle.models import Agent, Session, SessionStatus
+from lifecycle.models import Agent, Session, SessionStatus, foreground_q
 
 from . import features as feature_lib
 from . import relevance as relevance_lib
@@ -279,7 +279,10 @@ def candidates_for(
     else:  # the datetime, and the count from the decoded tasks
         ended, pending_count = "ended_at", Value(None, output_field=IntegerField())
     rows = (
-        Session.objects.filter(agent_id=agent_id, status__in=CLOSED, ended_at__gte=since)
+        # Background runs (a heartbeat) never hand their work on.
+        Session.objects.filter(
+            foreground_q(), agent_id=agent_id, status__in=CLOSED, ended_at__gte=since
+        )
         .exclude(pk=exclude_pk)
         .order_by("-ended_at")
         .values_list(

@@ -2,7 +2,22 @@
 
 A ``session_end`` whose reason is ``shutdown`` or ``restart`` means the gateway stopped
 and the session may come back: it is a suspend. ``agent_end`` can carry the whole
-conversation; only what memory needs is kept (final text, reasoning, counts).
+conversation; only what memory needs is kept (final text, reasoning, counts), and only
+of the turn itself: OpenClaw hands over the session's whole history, so the turn is what
+follows its last user message.
+
+What OpenClaw 2026.9 does that SessionHub's model does not, said here as plain facts:
+
+- ``/new`` and ``/reset`` reset in place: the gateway keeps the session id and sends
+  ``session_end {nextSessionId: <same id>}`` then ``session_start {resumedFrom: <same
+  id>}``. That start carries ``opens_new_session``: a new session whatever the id.
+- A run carries ``ctx.trigger`` (``user``, ``heartbeat``, ``cron``...): the fact
+  ``trigger`` tells the user's own runs from background ones.
+- ``agentId`` is ``main`` on every install: the agent is the gateway (the token's
+  gateway name, plus the instance id the plugin sends) and the agent id.
+- The user's words on the agent/CLI path come from ``before_prompt_build`` (the plugin
+  forwards its prompt); ``message_received`` fires for channel messages only.
+- ``session_end.messageCount`` is 0 when the gateway did not count: not a count.
 """
 
 from __future__ import annotations
@@ -38,6 +53,7 @@ _KINDS: dict[str, tuple[str, str]] = {
     "before_compaction": (EventKind.COMPACTION_BEFORE, ""),
     "after_compaction": (EventKind.COMPACTION_AFTER, ""),
     "message_received": (EventKind.PROMPT, ""),
+    "before_prompt_build": (EventKind.PROMPT, ""),
     "before_tool_call": (EventKind.TOOL_USE, "pre"),
     "after_tool_call": (EventKind.TOOL_USE, "post"),
     "agent_end": (EventKind.TURN_END, ""),
@@ -55,6 +71,11 @@ def agent_from_session_key(key: str) -> str:
     return parts[0] if parts and parts[0] else ""
 
 
+def _loose_str(container: dict[str, Any], key: str, limit: int) -> str:
+    value = container.get(key)
+    return value[:limit] if isinstance(value, str) else ""
+
+
 def _kind_of(hook: str) -> tuple[str, str]:
     if hook in _KINDS:
         return _KINDS[hook]
@@ -63,19 +84,38 @@ def _kind_of(hook: str) -> tuple[str, str]:
     return EventKind.OTHER, ""
 
 
+def agent_identity(agent_id: str, gateway: str, instance: str) -> tuple[str, str]:
+    """(external id, display name) of an OpenClaw agent: every install calls its default
+    agent ``main``, so the gateway is part of the identity."""
+    where = f"{gateway}/{instance}" if instance else gateway
+    return f"{where}:{agent_id}", f"{agent_id} ({where})"
+
+
+def turn_messages(messages: list[Any]) -> list[Any]:
+    """The turn's own messages: from its last user message on (the whole list when the
+    plugin already cut it there, or when there is no user message)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, dict) and message.get("role") == "user":
+            return messages[index:]
+    return messages
+
+
 def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """(facts, stored payload) for an ``agent_end``: no whole histories in the log."""
     messages = event.get("messages")
-    messages = messages if isinstance(messages, list) else []
+    messages = turn_messages(messages if isinstance(messages, list) else [])
     reasoning, final = reasoning_and_final(messages)
     roles: dict[str, int] = {}
     for message in messages:
         if isinstance(message, dict) and isinstance(message.get("role"), str):
             roles[message["role"]] = roles.get(message["role"], 0) + 1
+    told = event.get("turnMessageCount")  # the plugin sends the count when it cut the turn
+    in_turn = told if isinstance(told, int) and not isinstance(told, bool) and told >= 0 else None
     facts = {
         "final_message": final,
         "reasoning": reasoning,
-        "messages_in_turn": len(messages),
+        "messages_in_turn": in_turn if in_turn is not None else len(messages),
         "success": event.get("success") if isinstance(event.get("success"), bool) else None,
     }
     error = event.get("error")
@@ -86,8 +126,8 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return facts, kept
 
 
-def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
-    """Validate and map one OpenClaw hook call."""
+def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
+    """Validate and map one OpenClaw hook call; ``gateway`` names the caller's token."""
     body = require_dict(body, "$")
     hook = opt_str(body, "hook", "hook", max_length=100)
     if not hook:
@@ -119,13 +159,19 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         raise EventInvalid("ctx.sessionId", "a session id or session key is required", "required")
     if not agent_id:
         raise EventInvalid("ctx.agentId", "an agent id or session key is required", "required")
+    instance = identifier(body.get("gateway"), "gateway", required=False)
+    agent_external_id, agent_name = (
+        agent_identity(agent_id, gateway, instance) if gateway or instance else (agent_id, agent_id)
+    )
 
     kind, phase = _kind_of(hook)
     facts: dict[str, Any] = {}
     payload_event = event
     if hook == "session_start":
         resumed_from = identifier(event.get("resumedFrom"), "event.resumedFrom", required=False)
-        if resumed_from:
+        if resumed_from and resumed_from == session_id:
+            facts["opens_new_session"] = True  # a reset in place
+        elif resumed_from:
             facts["resumed_from"] = as_key(resumed_from)
     elif hook in ("session_end", "session_suspend"):
         raw_reason = opt_str(event, "reason", "event.reason", max_length=100)
@@ -139,7 +185,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
             if next_id:
                 facts["next_session_id"] = as_key(next_id)
         count = opt_count(event.get("messageCount"), "event.messageCount")
-        if count is not None:
+        if count:
             facts["message_count"] = count
     elif hook in ("before_compaction", "after_compaction"):
         tokens = opt_count(event.get("tokenCount"), "event.tokenCount")
@@ -148,6 +194,9 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     elif hook == "message_received":
         content = event.get("content")
         facts["text"] = content if isinstance(content, str) else ""
+    elif hook == "before_prompt_build":
+        prompt = event.get("prompt")
+        facts["text"] = prompt if isinstance(prompt, str) else ""
     elif hook in ("before_tool_call", "after_tool_call"):
         facts["tool_name"] = opt_str(event, "toolName", "event.toolName", max_length=200)
         facts["failed"] = bool(event.get("error"))
@@ -160,6 +209,15 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         reasoning, visible = reasoning_from_text(text)
         facts = {"final_message": visible, "reasoning": reasoning}
 
+    # Context the gateway adds as it likes: a word of the wrong type is ignored, never a
+    # reason to refuse the event.
+    trigger = _loose_str(ctx, "trigger", 40)
+    if trigger:
+        facts["trigger"] = trigger
+    model = _loose_str(ctx, "modelId", 200) or _loose_str(event, "modelId", 200)
+    if model:
+        facts["model"] = model
+
     channel = opt_str(ctx, "channelId", "ctx.channelId", max_length=100) or opt_str(
         ctx, "messageProvider", "ctx.messageProvider", max_length=100
     )
@@ -170,8 +228,8 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         kind=kind,
         source=Source.OPENCLAW,
         occurred_at=occurred_at,
-        agent_external_id=as_key(agent_id, limit=300),
-        agent_name=shown(agent_id),
+        agent_external_id=as_key(agent_external_id, limit=300),
+        agent_name=shown(agent_name),
         session_external_id=as_key(session_id),
         session_key=as_key(session_key, limit=300),
         hook=as_key(hook, limit=100),

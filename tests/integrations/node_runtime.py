@@ -25,11 +25,13 @@ NODE_VERSION = "24.21.0"
 NPM_TIMEOUT = 900
 
 
-def npm_prefix(name: str, packages: dict[str, str]) -> Path:
+def npm_prefix(name: str, packages: dict[str, str], *, node: Path | None = None) -> Path:
     """A folder with exactly ``packages`` (name → pinned version) installed, made once.
 
     The folder is keyed by ``name``; a marker file records what was installed, so a
-    second run with the same pins costs nothing and a changed pin reinstalls.
+    second run with the same pins costs nothing and a changed pin reinstalls. With
+    ``node``, npm and the packages' install scripts run on that Node binary (packages
+    that refuse the machine's older Node at install time).
     """
     if shutil.which("npm") is None:
         pytest.fail("!!! npm is not on PATH: the real-gateway tests need Node.js and npm !!!")
@@ -43,12 +45,16 @@ def npm_prefix(name: str, packages: dict[str, str]) -> Path:
     prefix.mkdir(parents=True)
     (prefix / "package.json").write_text(json.dumps({"private": True, "dependencies": {}}))
     specs = [f"{package}@{version}" for package, version in packages.items()]
+    env = dict(os.environ)
+    if node is not None:
+        env["PATH"] = f"{node.parent}{os.pathsep}{env.get('PATH', '')}"
     done = subprocess.run(
         ["npm", "install", "--no-audit", "--no-fund", "--no-save", "--prefix", str(prefix), *specs],
         capture_output=True,
         text=True,
         timeout=NPM_TIMEOUT,
         check=False,
+        env=env,
     )
     if done.returncode != 0:
         pytest.fail(

@@ -146,7 +146,10 @@ def _check(report: dict[str, Any], fixtures: dict[str, list[dict[str, Any]]], to
         assert session.message_count == messages, name
         assert session.suspend_count == suspends, name
         assert session.compaction_count == compactions, name
-        assert session.agent.external_id == lines[0]["ctx"]["agentId"]
+        # The gateway is part of the agent (every install's default agent is "main"): the
+        # token's name, then the instance id the plugin made for itself.
+        assert session.agent.external_id.startswith(f"{session.team.slug}-gw/")
+        assert session.agent.external_id.endswith(":" + lines[0]["ctx"]["agentId"])
         assert session.channel == "discord"
         assert session.session_key == lines[0]["event"]["sessionKey"]
         assert session.started_at == _ts(lines[0]["ts"])
@@ -170,7 +173,7 @@ def _check(report: dict[str, Any], fixtures: dict[str, list[dict[str, Any]]], to
         session = sessions[name]
         call = by_session[session.external_id]
         assert call["httpStatus"] == 200, call
-        assert call["agentId"] == session.agent.external_id
+        assert session.agent.external_id.endswith(":" + call["agentId"])
         record = ContinuityRecord.objects.get(
             session=session, trigger=ContinuityRecord.Trigger.AUTOMATIC
         )

@@ -146,7 +146,8 @@ def test_openclaw_fixture_over_http(live_server: Any, token: str, scenario: str)
     assert session.message_count == messages
     assert session.suspend_count == suspends
     assert session.compaction_count == compactions
-    assert session.agent.external_id == lines[0]["ctx"]["agentId"]
+    # Every install calls its default agent "main": the token's gateway is part of it.
+    assert session.agent.external_id == f"{session.team.slug}-gw:{lines[0]['ctx']['agentId']}"
     assert session.channel == "discord"
     assert session.session_key == lines[0]["event"]["sessionKey"]
     # Every line belongs to the session, including message_received, which names only

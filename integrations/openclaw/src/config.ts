@@ -14,11 +14,13 @@ export interface SessionHubConfig {
   retryBaseMs: number;
   retryMaxMs: number;
   extraHooks: string[];
+  /** This gateway's name in SessionHub (default: an id made once, kept in queueDir). */
+  gatewayId: string;
 }
 
 export const DEFAULTS = {
   timeoutMs: 2000,
-  recentMessages: 6,
+  recentMessages: 40,
   injectPreamble: true,
   batchSize: 100,
   maxQueueEvents: 10000,
@@ -71,8 +73,11 @@ export function resolveConfig(raw: unknown): ConfigResult {
     baseUrl = baseUrl.replace(/\/+$/, "");
   }
 
+  // A missing token (an unset ${VAR} resolves to nothing) is no reason to lose
+  // events: they are kept in the queue, loudly, until a token is set.
   const token = typeof cfg.token === "string" ? cfg.token.trim() : "";
-  if (!token) errors.push("token is required");
+  const gatewayId =
+    typeof cfg.gatewayId === "string" && /^[A-Za-z0-9._-]{1,64}$/.test(cfg.gatewayId.trim()) ? cfg.gatewayId.trim() : "";
 
   if (errors.length > 0) return { ok: false, errors };
 
@@ -101,6 +106,7 @@ export function resolveConfig(raw: unknown): ConfigResult {
       retryBaseMs,
       retryMaxMs,
       extraHooks,
+      gatewayId,
     },
   };
 }

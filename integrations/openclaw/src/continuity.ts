@@ -1,11 +1,12 @@
 /**
  * Continuity preamble injection.
  *
- * On the first prompt of a session (`before_prompt_build`, or the legacy
- * `before_agent_start` on older gateways, whichever fires first) the plugin
- * asks SessionHub for the session's continuity preamble and, when it is not
- * empty, returns it as `{ prependContext }`. Each session is asked once; the
- * whole exchange is bounded by `timeoutMs`, and any failure injects nothing.
+ * On the first prompt of a session (`before_prompt_build`) the plugin asks
+ * SessionHub for the session's continuity preamble and, when it is not empty,
+ * returns it as `{ prependContext }`. Each session is asked once (again after
+ * a reset in place: `forget`); a background run (`ctx.trigger` other than
+ * "user": a heartbeat, cron) is never given one; the whole exchange is
+ * bounded by `timeoutMs`, and any failure injects nothing.
  */
 import type { HttpResult, SessionHubClient } from "./client.js";
 import type { Forwarder, SafeLogger } from "./forwarder.js";
@@ -20,7 +21,7 @@ export interface ContinuityReport {
   sessionId: string | null;
   sessionKey: string | null;
   agentId: string | null;
-  /** Why nothing was asked: "disabled", "no-session", "already-asked", "resumed-session". */
+  /** Why nothing was asked: "disabled", "no-session", "already-asked", "resumed-session", "background-run". */
   skipped?: string;
   httpStatus?: number;
   outcome?: HttpResult["outcome"] | "timeout";
@@ -39,6 +40,14 @@ export interface ContinuityOptions {
   enabled: boolean;
   /** How many session ids to remember (oldest forgotten first). */
   memory?: number;
+  /** This gateway's instance id (sent along, as with every event). */
+  gatewayId?: string;
+  /**
+   * The sessions already asked, shared by every injector of one gateway: the
+   * gateway loads the plugin more than once (reloads, runtime registrations)
+   * and may hand a session's start to one instance and its prompt to another.
+   */
+  asked?: Map<string, true>;
 }
 
 /** Longest prompt text sent along (the prompt can carry reconstructed history). */
@@ -65,7 +74,8 @@ export class ContinuityInjector {
   private readonly timeoutMs: number;
   private readonly enabled: boolean;
   private readonly memory: number;
-  private readonly asked = new Map<string, true>();
+  private readonly gatewayId: string | undefined;
+  private readonly asked: Map<string, true>;
   private listeners: Array<(report: ContinuityReport) => void> = [];
 
   constructor(options: ContinuityOptions) {
@@ -75,6 +85,13 @@ export class ContinuityInjector {
     this.timeoutMs = options.timeoutMs;
     this.enabled = options.enabled;
     this.memory = Math.max(1, options.memory ?? 10_000);
+    this.gatewayId = options.gatewayId;
+    this.asked = options.asked ?? new Map<string, true>();
+  }
+
+  /** The session was reset in place: its next prompt is a new session's first. */
+  forget(sessionId: string): void {
+    this.asked.delete(sessionId);
   }
 
   onReport(listener: (report: ContinuityReport) => void): void {
@@ -93,6 +110,8 @@ export class ContinuityInjector {
     };
     try {
       if (!this.enabled) return this.finish(report, "disabled");
+      const trigger = c.trigger;
+      if (typeof trigger === "string" && trigger !== "" && trigger !== "user") return this.finish(report, "background-run");
       const key = report.sessionId ?? (report.sessionKey ? `key:${report.sessionKey}` : null);
       if (!key) return this.finish(report, "no-session");
       if (this.asked.has(key)) return this.finish(report, "already-asked");
@@ -130,6 +149,7 @@ export class ContinuityInjector {
       session_id: report.sessionId,
       session_key: report.sessionKey,
       prompt,
+      ...(this.gatewayId ? { gateway: this.gatewayId } : {}),
     };
     const result = await this.client.postContinuity(body, remaining);
     report.httpStatus = result.status;
@@ -177,6 +197,7 @@ export class ContinuityInjector {
   }
 
   private finish(report: ContinuityReport, skipped: string): undefined {
+    this.log.debug(`no continuity asked for session ${report.sessionId ?? "?"}: ${skipped}`);
     report.skipped = skipped;
     report.returned = undefined;
     this.emit(report);

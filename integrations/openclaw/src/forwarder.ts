@@ -9,8 +9,11 @@
  * (429, 5xx, network error, timeout) puts the records that failed, and
  * everything submitted after them, at the end of the disk queue, and starts a
  * backoff: until it expires new records go straight to the disk queue, and a
- * timer flushes the queue when it does. Permanent failures (other 4xx) and
- * per-event "rejected" answers are logged and dropped. Records keep the
+ * timer flushes the queue when it does. A refused token (401/403) is a
+ * configuration problem, not a property of the events: they stay queued the
+ * same way (the queue is bounded), and the plugin says so loudly, once, until
+ * the token works. Other permanent failures (other 4xx) and per-event
+ * "rejected" answers are logged and dropped. Records keep the
  * eventId they were created with, so a re-send of something that did arrive
  * is answered "duplicate" and stored once.
  */
@@ -75,6 +78,8 @@ export class Forwarder {
   /** Whether the disk queue may hold records (unknown at start, so true). */
   private diskDirty = true;
   private stopped = false;
+  /** The server refuses the token: said once until it is accepted again. */
+  private tokenRefused = false;
   private listeners: Array<(report: DeliveryReport) => void> = [];
 
   constructor(options: ForwarderOptions) {
@@ -139,6 +144,11 @@ export class Forwarder {
       }),
     ]);
     if (timer) clearTimeout(timer);
+  }
+
+  /** True while the server refuses the token (events wait in the queue). */
+  get refusingToken(): boolean {
+    return this.tokenRefused;
   }
 
   /** True while the worker holds a backoff (the server was found unavailable). */
@@ -304,7 +314,9 @@ export class Forwarder {
     this.report(records, fromQueue, result);
 
     if (result.outcome === "ok") {
-      if (this.failures > 0) this.log.info("SessionHub is reachable again");
+      if (this.tokenRefused) this.log.info("SessionHub accepts the token again: delivering the queued events");
+      else if (this.failures > 0) this.log.info("SessionHub is reachable again");
+      this.tokenRefused = false;
       this.failures = 0;
       this.retryAt = 0;
       this.checkResults(records, result.body);
@@ -321,8 +333,24 @@ export class Forwarder {
       return records;
     }
 
+    if (result.status === 401 || result.status === 403) {
+      // The token, not the events: keep them (bounded queue) and retry with backoff.
+      const delay = this.registerFailure(result.retryAfterMs);
+      if (!this.tokenRefused) {
+        this.tokenRefused = true;
+        this.log.error(
+          `!!! SessionHub refused the API token (HTTP ${result.status}): events are NOT being delivered. ` +
+            `They are kept in ${this.queue.file} (at most the queue capacity) and sent once the token works. ` +
+            `Check plugins.entries.sessionhub.config.token (an unset \${...} variable resolves to nothing) !!!`,
+        );
+      } else {
+        this.log.debug(`token still refused (HTTP ${result.status}); retry in ${Math.round(delay)} ms`);
+      }
+      return records;
+    }
+
     // Permanent: the server will never take this request as it is.
-    if (records.length > 1 && result.status !== 401 && result.status !== 403) {
+    if (records.length > 1) {
       // Isolate the bad record(s): send the batch one by one.
       for (let i = 0; i < records.length; i++) {
         const transient = await this.deliver([records[i]], fromQueue);

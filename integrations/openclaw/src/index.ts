@@ -8,14 +8,33 @@
  * continuity preamble from `POST {baseUrl}/api/v1/continuity`.
  *
  * Nothing here throws into the gateway: every handler is wrapped, and only
- * the prompt hooks (whose return value matters) are awaited by the gateway,
+ * the prompt hook (whose return value matters) is awaited by the gateway,
  * for at most `timeoutMs`.
+ *
+ * What the real gateway (OpenClaw 2026.9) does, and how the plugin meets it:
+ * - the user's words on the agent/CLI path reach only `before_prompt_build`
+ *   (`message_received` fires for channel messages): its prompt is forwarded
+ *   as a prompt event, unless a channel message just brought the same words;
+ * - `agent_end.messages` is the session's whole history: only the turn's own
+ *   messages (from its last user message) are sent;
+ * - `gateway_stop` runs before the shutdown/restart `session_end`s and
+ *   `agent --local` exits right after its run: the forwarder keeps working
+ *   after `gateway_stop`, and whatever is left when the process exits is
+ *   delivered synchronously (bounded) or kept on disk;
+ * - `/new` and `/reset` keep the session id: the session is asked for its
+ *   continuity preamble again after such a reset;
+ * - runs carry `ctx.trigger`: only the user's runs get a preamble;
+ * - every install calls its default agent `main`: each record carries this
+ *   gateway's instance id (config `gatewayId`, else one made once and kept
+ *   next to the queue).
  */
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { SessionHubClient } from "./client.js";
 import { resolveConfig, type SessionHubConfig } from "./config.js";
-import { ContinuityInjector, type ContinuityReport } from "./continuity.js";
+import { ContinuityInjector, MAX_PROMPT_CHARS, type ContinuityReport } from "./continuity.js";
+import { deliverQueueSync } from "./exit-delivery.js";
 import { Forwarder, type DeliveryReport, type SafeLogger } from "./forwarder.js";
 import { sanitizeCtx, sanitizeEvent, toJsonSafe, type JsonValue } from "./json.js";
 import {
@@ -55,8 +74,12 @@ export const MESSAGE_TRIMMED_HOOKS: ReadonlySet<string> = new Set([
   "before_compaction",
 ]);
 
-/** Prompt hooks used for the continuity preamble (their return value matters). */
-export const PROMPT_HOOKS = ["before_prompt_build", "before_agent_start"] as const;
+/**
+ * Prompt hook used for the continuity preamble (its return value matters).
+ * `before_agent_start` is gone from OpenClaw 2026.9 (registering it only earns
+ * an "unknown typed hook" warning on every load).
+ */
+export const PROMPT_HOOKS = ["before_prompt_build"] as const;
 
 /** Internal (non-plugin) gateway events forwarded through `api.registerHook`. */
 export const COMMAND_EVENTS = ["command:new", "command:reset", "command:stop"] as const;
@@ -115,6 +138,10 @@ export interface SessionHubRuntime {
   idle(): Promise<void>;
   /** Bounded wait, stop, and write anything pending to the disk queue. */
   shutdown(budgetMs: number): Promise<void>;
+  /** For the process exit: pending events to disk, then the disk queue to the server (bounded). */
+  deliverAtExit(): number;
+  /** This gateway's instance id, sent with every record. */
+  readonly gatewayId: string;
   /** Stop timers and the worker (later events go straight to the disk queue). */
   stop(): void;
 }
@@ -126,6 +153,18 @@ const runtimes = new WeakMap<object, SessionHubRuntime>();
  * through one lock so a rewrite never drops a record another runtime added.
  */
 const queuesByDir = new Map<string, DiskQueue>();
+
+/** Sessions already asked for a preamble, per queue file (one gateway), shared by its runtimes. */
+const askedByDir = new Map<string, Map<string, true>>();
+
+function sharedAsked(config: SessionHubConfig): Map<string, true> {
+  let asked = askedByDir.get(config.queueDir);
+  if (!asked) {
+    asked = new Map<string, true>();
+    askedByDir.set(config.queueDir, asked);
+  }
+  return asked;
+}
 
 function sharedQueue(config: SessionHubConfig, log: SafeLogger): DiskQueue {
   let queue = queuesByDir.get(config.queueDir);
@@ -146,17 +185,58 @@ export function getSessionHubRuntime(api: object): SessionHubRuntime | undefined
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  // On exit only synchronous work runs: keep undelivered events on disk.
+  // On exit only synchronous work runs: pending events go to disk, then the
+  // disk queue is delivered by a child process the handler waits for (bounded).
   process.on("exit", () => {
+    const delivered = new Set<DiskQueue>();
     for (const runtime of liveRuntimes) {
       try {
-        runtime.forwarder.persistPendingSync();
+        if (delivered.has(runtime.queue)) runtime.forwarder.persistPendingSync();
+        else runtime.deliverAtExit();
+        delivered.add(runtime.queue);
       } catch {
         // nothing more can be done while exiting
       }
     }
   });
 }
+
+/** The instance id of this gateway: from config, else made once and kept beside the queue. */
+export function resolveGatewayId(config: SessionHubConfig): string {
+  if (config.gatewayId) return config.gatewayId;
+  const file = join(config.queueDir, "gateway-id");
+  try {
+    const kept = readFileSync(file, "utf8").trim();
+    if (/^[A-Za-z0-9._-]{1,64}$/.test(kept)) return kept;
+  } catch {
+    // not made yet
+  }
+  const made = randomUUID();
+  try {
+    mkdirSync(config.queueDir, { recursive: true, mode: 0o700 });
+    writeFileSync(file, made + "\n", { mode: 0o600 });
+  } catch {
+    // unwritable: this process still sends one id for all its records
+  }
+  return made;
+}
+
+/** The turn's own messages: from its last user message on (all of them when there is none). */
+export function turnMessages(messages: unknown[]): unknown[] {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i];
+    if (isRecord(m) && m.role === "user") return messages.slice(i);
+  }
+  return messages;
+}
+
+/** A run the user did not start (heartbeat, cron...), by the gateway's `ctx.trigger`. */
+export function isBackgroundRun(ctx: unknown): boolean {
+  return isRecord(ctx) && typeof ctx.trigger === "string" && ctx.trigger !== "" && ctx.trigger !== "user";
+}
+
+/** How long a channel message's words stand for the prompt built from them. */
+const CHANNEL_PROMPT_MS = 5 * 60 * 1000;
 
 /** Wrap the gateway's logger so logging can never throw and always has debug. */
 export function makeSafeLogger(logger: PluginLogger | undefined): SafeLogger {
@@ -214,18 +294,50 @@ export function createSessionHubRuntime(
     retryMaxMs: config.retryMaxMs,
     random: options.random,
   });
+
+
+  const gatewayId = resolveGatewayId(config);
   const continuity = new ContinuityInjector({
     client,
     forwarder,
     logger: log,
     timeoutMs: config.timeoutMs,
     enabled: config.injectPreamble,
+    gatewayId,
+    asked: sharedAsked(config),
   });
-
   const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
-    const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId() };
+    const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId(), gateway: gatewayId };
     forwarder.submit(record);
     return record;
+  };
+  /** Words of recent channel messages: the prompt built from them is not a second prompt. */
+  const channelWords = new Map<string, number>();
+  const noteChannelMessage = (event: unknown): void => {
+    const content = isRecord(event) && typeof event.content === "string" ? event.content.trim() : "";
+    if (!content) return;
+    const at = now();
+    channelWords.set(content, at);
+    for (const [words, seen] of channelWords) {
+      if (at - seen > CHANNEL_PROMPT_MS || channelWords.size > 200) channelWords.delete(words);
+    }
+  };
+  const fromChannel = (prompt: string): boolean => {
+    const at = now();
+    for (const [words, seen] of channelWords) {
+      if (at - seen <= CHANNEL_PROMPT_MS && prompt.includes(words)) return true;
+    }
+    return false;
+  };
+  /** A reset in place (/new, /reset keep the id): the session is a new one for continuity. */
+  const noteReset = (hook: string, event: unknown, ctx: unknown): void => {
+    if (!isRecord(event)) return;
+    const c = isRecord(ctx) ? ctx : {};
+    const id = typeof event.sessionId === "string" ? event.sessionId : typeof c.sessionId === "string" ? c.sessionId : "";
+    const same =
+      (hook === "session_end" && event.nextSessionId === id) ||
+      (hook === "session_start" && event.resumedFrom === id);
+    if (id && same) continuity.forget(id);
   };
 
   const runtime: SessionHubRuntime = {
@@ -236,6 +348,22 @@ export function createSessionHubRuntime(
     registeredHooks: [],
     forward(hook, event, ctx) {
       try {
+        if (hook === "message_received") noteChannelMessage(event);
+        if (hook === "session_start" || hook === "session_end") noteReset(hook, event, ctx);
+        if (hook === "before_prompt_build") {
+          // Only the user's words (never the history or the system prompt).
+          const prompt = isRecord(event) && typeof event.prompt === "string" ? event.prompt : "";
+          if (!prompt.trim() || fromChannel(prompt)) return undefined;
+          return submit(hook, { prompt: prompt.slice(0, MAX_PROMPT_CHARS) }, sanitizeCtx(ctx));
+        }
+        if (hook === "agent_end" && isRecord(event) && Array.isArray(event.messages)) {
+          // The whole history comes along: send the turn, as much of it as allowed.
+          const turn = turnMessages(event.messages);
+          const sent = config.recentMessages > 0 ? turn.slice(-config.recentMessages) : [];
+          const cut = sent.length !== event.messages.length;
+          const kept = cut ? { ...event, messages: sent, turnMessageCount: turn.length } : event;
+          return submit(hook, sanitizeEvent(kept), sanitizeCtx(ctx));
+        }
         const keep = MESSAGE_TRIMMED_HOOKS.has(hook) ? config.recentMessages : undefined;
         return submit(hook, sanitizeEvent(event, keep), sanitizeCtx(ctx));
       } catch (err) {
@@ -293,6 +421,17 @@ export function createSessionHubRuntime(
         liveRuntimes.delete(runtime);
       }
     },
+    deliverAtExit() {
+      forwarder.persistPendingSync();
+      return deliverQueueSync(queue, {
+        baseUrl: config.baseUrl,
+        token: config.token,
+        userAgent: `sessionhub-openclaw-plugin/${PLUGIN_VERSION}`,
+        batchSize: config.batchSize,
+        budgetMs: config.timeoutMs,
+      });
+    },
+    gatewayId,
     stop() {
       forwarder.stop();
       liveRuntimes.delete(runtime);
@@ -364,14 +503,21 @@ export function registerSessionHub(
       });
     }
 
-    if (config.injectPreamble) {
-      for (const hook of PROMPT_HOOKS) {
-        on(hook, (event, ctx) => runtime.continuity.handle(hook, event, ctx), config.timeoutMs + 500);
-      }
-    }
+    // The prompt hook: the user's words as a prompt event (the agent/CLI path
+    // has no message_received), and the continuity preamble.
+    on(
+      "before_prompt_build",
+      (event, ctx) => {
+        if (!isBackgroundRun(ctx)) runtime.forward("before_prompt_build", event, ctx);
+        return config.injectPreamble ? runtime.continuity.handle("before_prompt_build", event, ctx) : undefined;
+      },
+      config.timeoutMs + 500,
+    );
 
-    // On gateway shutdown: brief last delivery attempt, then keep the rest on disk.
-    on("gateway_stop", () => runtime.shutdown(config.timeoutMs));
+    // gateway_stop comes before the shutdown/restart session_ends: deliver
+    // what is pending now, and keep the forwarder running for those ends
+    // (the exit handler sends whatever is left when the process goes).
+    on("gateway_stop", () => runtime.forwarder.idleWithin(config.timeoutMs));
 
     if (typeof api.registerHook === "function") {
       try {
@@ -392,7 +538,15 @@ export function registerSessionHub(
     const mode = api.registrationMode;
     if (mode === undefined || mode === "full") {
       runtime.forwarder.start();
-      log.info(`forwarding ${runtime.registeredHooks.length} hooks to ${config.baseUrl} (queue: ${runtime.queue.file})`);
+      log.info(
+        `forwarding ${runtime.registeredHooks.length} hooks to ${config.baseUrl} as gateway ${runtime.gatewayId} (queue: ${runtime.queue.file})`,
+      );
+      if (!config.token) {
+        log.error(
+          "!!! no SessionHub token (plugins.entries.sessionhub.config.token is empty: an unset ${...} variable?): " +
+            `events are kept in ${runtime.queue.file} until a token is set !!!`,
+        );
+      }
     }
     return runtime;
   } catch (err) {

@@ -10,7 +10,7 @@
  * old or the new content. The file is created owner-only (it holds
  * conversation data).
  */
-import { appendFileSync, mkdirSync, promises as fsp } from "node:fs";
+import { appendFileSync, mkdirSync, promises as fsp, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { JsonValue } from "./json.js";
 
@@ -20,6 +20,8 @@ export interface ForwardRecord {
   event: JsonValue;
   ctx: JsonValue;
   ts: number;
+  /** The sending gateway's instance id (part of the agent's identity on the server). */
+  gateway?: string;
 }
 
 export interface DiskQueueOptions {
@@ -165,5 +167,42 @@ export class DiskQueue {
     // A leading newline is harmless (blank lines are skipped) and guards against a partial last line.
     appendFileSync(this.file, "\n" + records.map((r) => JSON.stringify(r)).join("\n") + "\n", { mode: 0o600 });
     if (this.knownCount !== null) this.knownCount += records.length;
+  }
+
+  /** Every valid record, read synchronously (for the process 'exit' handler). */
+  readAllSync(): ForwardRecord[] {
+    let text: string;
+    try {
+      text = readFileSync(this.file, "utf8");
+    } catch {
+      return [];
+    }
+    const records: ForwardRecord[] = [];
+    for (const line of text.split("\n")) {
+      if (!line.trim()) continue;
+      try {
+        const parsed: unknown = JSON.parse(line);
+        if (isForwardRecord(parsed)) records.push(parsed);
+      } catch {
+        // a partial line from a crash: skipped, as readAll does
+      }
+    }
+    return records;
+  }
+
+  /** Remove these eventIds synchronously (for the process 'exit' handler). */
+  removeSync(eventIds: Iterable<string>): void {
+    const ids = new Set(eventIds);
+    if (ids.size === 0) return;
+    const kept = this.readAllSync().filter((r) => !ids.has(r.eventId));
+    if (kept.length === 0) {
+      rmSync(this.file, { force: true });
+    } else {
+      const tmp = `${this.file}.${process.pid}.exit.tmp`;
+      writeFileSync(tmp, kept.map((r) => JSON.stringify(r)).join("\n") + "\n", { mode: 0o600 });
+      renameSync(tmp, this.file);
+    }
+    this.knownCount = kept.length;
+    this.needsNewline = false;
   }
 }

@@ -42,12 +42,11 @@ test("before_prompt_build returns the preamble as prependContext, once per sessi
         session_id: "s-1",
         session_key: "research:discord:channel:42",
         prompt: "Fix the flaky retry logic",
+        gateway: h.runtime.gatewayId,
       });
 
       const second = await build({ prompt: "and the tests", messages: [] }, ctxFor("s-1"));
       assert.equal(second, undefined, "second prompt of the session: nothing");
-      const legacy = await h.api.handler("before_agent_start")({ prompt: "again" }, ctxFor("s-1"));
-      assert.equal(legacy, undefined, "legacy hook for the same session: nothing");
       assert.equal(server.continuityRequests().length, 1, "asked once");
 
       const other = await build({ prompt: "new topic", messages: [] }, ctxFor("s-2"));
@@ -59,33 +58,53 @@ test("before_prompt_build returns the preamble as prependContext, once per sessi
   });
 });
 
-test("older gateways: before_agent_start injects when it fires first, before_prompt_build then does not", async () => {
+test("a reset in place (/new keeps the session id): the next prompt asks again", async () => {
   await withServer(async (server) => {
     server.defaultPreamble = PREAMBLE;
     const h = setupPlugin(server.url, server.token);
     try {
-      const legacy = await h.api.handler("before_agent_start")({ prompt: "hello" }, ctxFor("s-9"));
-      assert.deepEqual(legacy, { prependContext: PREAMBLE });
-      const build = await h.api.handler("before_prompt_build")({ prompt: "hello", messages: [] }, ctxFor("s-9"));
-      assert.equal(build, undefined);
-      assert.equal(server.continuityRequests().length, 1);
+      const build = h.api.handler("before_prompt_build");
+      assert.deepEqual(await build({ prompt: "one", messages: [] }, ctxFor("same")), { prependContext: PREAMBLE });
+      assert.equal(await build({ prompt: "two", messages: [] }, ctxFor("same")), undefined);
+      // OpenClaw 2026.9: session_end names the same id as the next, session_start resumes from it.
+      h.api.handler("session_end")({ sessionId: "same", reason: "new", nextSessionId: "same" }, ctxFor("same"));
+      h.api.handler("session_start")({ sessionId: "same", resumedFrom: "same" }, ctxFor("same"));
+      assert.deepEqual(await build({ prompt: "three", messages: [] }, ctxFor("same")), { prependContext: PREAMBLE });
+      assert.equal(server.continuityRequests().length, 2);
     } finally {
       h.cleanup();
     }
   });
 });
 
-test("both prompt hooks firing at the same time ask once and inject once", async () => {
+test("a background run (ctx.trigger heartbeat): no preamble asked, no prompt event", async () => {
   await withServer(async (server) => {
     server.defaultPreamble = PREAMBLE;
     const h = setupPlugin(server.url, server.token);
     try {
-      const [a, b] = await Promise.all([
-        h.api.handler("before_prompt_build")({ prompt: "x", messages: [] }, ctxFor("s-c")),
-        h.api.handler("before_agent_start")({ prompt: "x" }, ctxFor("s-c")),
-      ]);
-      assert.deepEqual([a, b], [{ prependContext: PREAMBLE }, undefined]);
-      assert.equal(server.continuityRequests().length, 1);
+      const ctx = { ...ctxFor("hb"), trigger: "heartbeat" };
+      assert.equal(await h.api.handler("before_prompt_build")({ prompt: "Read HEARTBEAT.md", messages: [] }, ctx), undefined);
+      await h.runtime.idle();
+      assert.equal(server.continuityRequests().length, 0);
+      assert.deepEqual(server.accepted.map((a) => a.record.hook), []);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
+test("before_prompt_build forwards the user's words as a prompt event, once (not again after a channel message)", async () => {
+  await withServer(async (server) => {
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const build = h.api.handler("before_prompt_build");
+      await build({ prompt: "typed on the CLI", messages: [{ role: "user", content: "old" }], systemPrompt: "x" }, ctxFor("cli"));
+      h.api.handler("message_received")({ from: "u", content: "from discord" }, { channelId: "discord" });
+      await build({ prompt: "[context]\nfrom discord", messages: [] }, ctxFor("cli"));
+      await h.runtime.idle();
+      const prompts = server.accepted.filter((a) => a.record.hook === "before_prompt_build");
+      assert.equal(prompts.length, 1);
+      assert.deepEqual(prompts[0].record.event, { prompt: "typed on the CLI" });
     } finally {
       h.cleanup();
     }
@@ -206,7 +225,8 @@ test("no session id or key: nothing asked; injectPreamble=false: never asked", a
     }
     const off = setupPlugin(server.url, server.token, { injectPreamble: false });
     try {
-      assert.throws(() => off.api.handler("before_prompt_build"));
+      // Still registered (it forwards the prompt), but never asks.
+      assert.equal(await off.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, ctxFor("q")), undefined);
       off.api.handler("session_start")({ sessionId: "q" }, ctxFor("q"));
       await off.runtime.idle();
       assert.equal(server.continuityRequests().length, 0);

@@ -31,7 +31,7 @@ async function withServer(fn: (server: StandinServer) => Promise<void>): Promise
   }
 }
 
-test("each forwarded record is {hook, event, ctx, ts, eventId} with a bearer token", async () => {
+test("each forwarded record is {hook, event, ctx, ts, eventId, gateway} with a bearer token", async () => {
   await withServer(async (server) => {
     const h = setupPlugin(server.url, server.token);
     try {
@@ -43,7 +43,14 @@ test("each forwarded record is {hook, event, ctx, ts, eventId} with a bearer tok
       const req = server.hookRequests()[0];
       assert.equal(req.authorization, "Bearer delivery-token");
       assert.ok(!Array.isArray(req.body), "a single event is sent as one object");
-      assert.deepEqual(req.body, { hook: "session_start", event: line.event, ctx: line.ctx, ts: 1234567, eventId: h.eventIds[0] });
+      assert.deepEqual(req.body, {
+        hook: "session_start",
+        event: line.event,
+        ctx: line.ctx,
+        ts: 1234567,
+        eventId: h.eventIds[0],
+        gateway: h.runtime.gatewayId,
+      });
     } finally {
       h.cleanup();
     }
@@ -61,7 +68,11 @@ test("agent_end keeps only the last recentMessages messages", async () => {
       await h.runtime.idle();
       const sent = server.accepted[0].record.event as Record<string, unknown>;
       assert.deepEqual(sent.messages, original.slice(-2));
-      assert.deepEqual({ ...sent, messages: undefined }, { ...agentEnd.event, messages: undefined });
+      // Cut: the turn's real size goes along.
+      assert.deepEqual(
+        { ...sent, messages: undefined },
+        { ...agentEnd.event, messages: undefined, turnMessageCount: 4 },
+      );
       // The gateway's own event object is not modified.
       assert.equal(original.length, 4);
     } finally {
@@ -80,15 +91,24 @@ test("agent_end keeps only the last recentMessages messages", async () => {
   });
 });
 
-test("a long agent_end conversation is cut to the default 6 most recent messages", async () => {
+test("agent_end carries the session's whole history: only the turn (from its last user message) is sent", async () => {
+  // OpenClaw 2026.9 hands agent_end every message of the session; the old
+  // "last 6" mixed turn 1's text into turn 2 (issue 14).
   await withServer(async (server) => {
     const h = setupPlugin(server.url, server.token);
     try {
-      const messages = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i}` }));
-      h.api.handler("agent_end")({ messages, success: true, durationMs: 5 }, { sessionId: "s1", agentId: "a" });
+      const history = Array.from({ length: 40 }, (_, i) => ({ role: i % 2 ? "assistant" : "user", content: `m${i}` }));
+      const turn = [
+        { role: "user", content: "now" },
+        { role: "assistant", content: [{ type: "toolCall", id: "t", name: "read", arguments: {} }] },
+        { role: "toolResult", content: "file" },
+        { role: "assistant", content: "done" },
+      ];
+      h.api.handler("agent_end")({ messages: [...history, ...turn], success: true, durationMs: 5 }, { sessionId: "s1", agentId: "a" });
       await h.runtime.idle();
-      const sent = server.accepted[0].record.event as { messages: Array<{ content: string }> };
-      assert.deepEqual(sent.messages.map((m) => m.content), ["m34", "m35", "m36", "m37", "m38", "m39"]);
+      const sent = server.accepted[0].record.event as { messages: Array<{ content: unknown }>; turnMessageCount: number };
+      assert.deepEqual(sent.messages, turn);
+      assert.equal(sent.turnMessageCount, 4);
     } finally {
       h.cleanup();
     }
@@ -270,16 +290,32 @@ test("HTTP 400 is permanent: dropped with a warning, never queued or re-sent", a
   });
 });
 
-test("HTTP 401 drops the events (bad token is permanent)", async () => {
+test("HTTP 401 keeps the events queued and says so loudly once; a working token delivers them", async () => {
+  // A refused token is configuration, not the events' fault: the old "drop as
+  // permanent" lost everything a mis-set token saw (issue 14).
   await withServer(async (server) => {
-    const h = setupPlugin(server.url, "wrong-token");
+    const h = setupPlugin(server.url, "wrong-token", { retryBaseMs: 10, retryMaxMs: 20 });
     try {
       fire(h, basic().slice(0, 2));
       await h.runtime.idle();
       await h.runtime.flush();
+      fire(h, basic().slice(2, 3));
+      await h.runtime.flush();
       assert.equal(server.accepted.length, 0);
-      assert.deepEqual(readQueueFile(h.queueDir), []);
-      assert.ok(h.api.logs.warn.some((m) => m.includes("401")));
+      assert.deepEqual(readQueueFile(h.queueDir).map((r) => r.eventId), h.eventIds);
+      const loud = h.api.logs.error.filter((m) => m.includes("refused the API token (HTTP 401)"));
+      assert.equal(loud.length, 1, "said once");
+      assert.ok(h.runtime.forwarder.refusingToken);
+      // The token is fixed (a restart with the right config reads the same queue).
+      h.runtime.stop();
+      const fixed = setupPlugin(server.url, server.token, {}, {}, h.queueDir);
+      try {
+        await fixed.runtime.flush();
+        assert.deepEqual(server.acceptedIds(), h.eventIds);
+        assert.deepEqual(readQueueFile(h.queueDir), []);
+      } finally {
+        fixed.cleanup();
+      }
     } finally {
       h.cleanup();
     }
@@ -392,7 +428,9 @@ test("an unreadable line in the queue file is skipped, the rest is delivered", a
   });
 });
 
-test("gateway_stop: pending events are written to disk within the time budget", async () => {
+test("gateway_stop: bounded wait, and the forwarder keeps delivering the session_ends that follow it", async () => {
+  // OpenClaw runs gateway_stop before the shutdown/restart session_ends; the old
+  // plugin stopped there and those ends waited for the next start (issue 14).
   await withServer(async (server) => {
     const h = setupPlugin(server.url, server.token, { timeoutMs: 300 });
     try {
@@ -401,10 +439,10 @@ test("gateway_stop: pending events are written to disk within the time budget", 
       const started = Date.now();
       await h.api.handler("gateway_stop")({ reason: "shutdown" }, {});
       assert.ok(Date.now() - started < 1500, "bounded by timeoutMs");
-      // After stop, a late hook goes straight to disk.
+      server.recover();
       h.api.handler("session_end")({ sessionId: "late", reason: "shutdown" }, { sessionId: "late" });
-      const queued = readQueueFile(h.queueDir).map((r) => r.eventId);
-      for (const id of h.eventIds) assert.ok(queued.includes(id), `${id} kept on disk`);
+      await h.runtime.flush();
+      for (const id of h.eventIds) assert.ok(server.acceptedIds().includes(id), `${id} delivered`);
     } finally {
       h.cleanup();
     }

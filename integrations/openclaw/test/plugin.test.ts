@@ -4,7 +4,8 @@
  */
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import entry, { COMMAND_EVENTS, COMMAND_HOOK_NAME, FORWARDED_HOOKS, getSessionHubRuntime } from "../src/index.js";
 import { makeFakeApi, PACKAGE_ROOT, setupPlugin } from "./helpers/harness.js";
@@ -18,12 +19,14 @@ test("manifest: id, name, description and a config schema with the documented fi
   assert.ok(manifest.description.length > 10);
   const schema = manifest.configSchema;
   assert.equal(schema.type, "object");
-  assert.deepEqual([...schema.required].sort(), ["baseUrl", "token"]);
+  // The token is not required: without one the events wait in the queue (issue 14).
+  assert.deepEqual([...schema.required].sort(), ["baseUrl"]);
   assert.equal(schema.properties.baseUrl.type, "string");
   assert.equal(schema.properties.token.type, "string");
   assert.equal(schema.properties.timeoutMs.default, 2000);
   assert.equal(schema.properties.queueDir.type, "string");
-  assert.equal(schema.properties.recentMessages.default, 6);
+  assert.equal(schema.properties.recentMessages.default, 40);
+  assert.equal(schema.properties.gatewayId.type, "string");
   assert.equal(schema.properties.injectPreamble.type, "boolean");
   assert.equal(schema.properties.injectPreamble.default, true);
   // OpenClaw's validator warns on "format"; keep it out.
@@ -66,11 +69,12 @@ test("register: subscribes every forwarded hook, the prompt hooks, gateway_stop 
       "before_agent_finalize",
       "before_reset",
       "before_prompt_build",
-      "before_agent_start",
       "gateway_stop",
     ]) {
       assert.ok(hooks.includes(hook), `${hook} registered`);
     }
+    // Gone from OpenClaw 2026.9: registering it earns a warning on every load.
+    assert.ok(!hooks.includes("before_agent_start"));
     assert.equal(new Set(hooks).size, hooks.length, "no hook registered twice");
     assert.deepEqual([...FORWARDED_HOOKS].every((x) => hooks.includes(x)), true);
     // Prompt hooks carry a host-side time budget a little above timeoutMs.
@@ -93,7 +97,7 @@ test("register: config defaults are applied", () => {
     assert.ok(runtime);
     assert.equal(runtime.config.baseUrl, "https://hub.example.com");
     assert.equal(runtime.config.timeoutMs, 2000);
-    assert.equal(runtime.config.recentMessages, 6);
+    assert.equal(runtime.config.recentMessages, 40);
     assert.equal(runtime.config.injectPreamble, true);
     assert.match(runtime.config.queueDir, /\.openclaw[/\\]sessionhub-queue$/);
     assert.match(runtime.queue.file, /sessionhub-queue[/\\]queue\.jsonl$/);
@@ -102,10 +106,10 @@ test("register: config defaults are applied", () => {
   }
 });
 
-test("register: injectPreamble=false registers no prompt hook", () => {
+test("register: injectPreamble=false still forwards the prompt, never injects", () => {
   const h = setupPlugin("http://127.0.0.1:9", "t", { injectPreamble: false });
   try {
-    assert.ok(!h.api.hooks().includes("before_prompt_build"));
+    assert.ok(h.api.hooks().includes("before_prompt_build"));
     assert.ok(!h.api.hooks().includes("before_agent_start"));
     assert.ok(h.api.hooks().includes("agent_end"));
   } finally {
@@ -126,8 +130,22 @@ test("register: extraHooks adds forwarded hooks but never prompt/decision hooks"
   }
 });
 
-test("register: a missing token or baseUrl disables the plugin with a warning, without throwing", () => {
-  for (const cfg of [{ baseUrl: "http://x" }, { token: "t" }, { baseUrl: "ftp://x", token: "t" }, {}]) {
+test("register: a missing token keeps the plugin on (events queued, said loudly)", () => {
+  const dir = mkdtempSync(join(tmpdir(), "sessionhub-notoken-"));
+  const api = makeFakeApi({ baseUrl: "http://127.0.0.1:9", queueDir: dir });
+  try {
+    entry.register(api);
+    const runtime = getSessionHubRuntime(api);
+    assert.ok(runtime);
+    assert.ok(api.logs.error.some((m) => m.includes("no SessionHub token")), JSON.stringify(api.logs));
+    runtime.stop();
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test("register: a missing or bad baseUrl disables the plugin with a warning, without throwing", () => {
+  for (const cfg of [{ token: "t" }, { baseUrl: "ftp://x", token: "t" }, {}]) {
     const api = makeFakeApi(cfg);
     assert.doesNotThrow(() => entry.register(api));
     assert.equal(api.registrations.length, 0);

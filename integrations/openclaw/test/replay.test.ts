@@ -143,7 +143,7 @@ test(`fixture replay through the registered handlers (${LIVE ? `live SessionHub 
       assert.deepEqual(server.acceptedIds(), fired.map((f) => f.eventId));
       server.accepted.forEach((a, i) => {
         const f = fired[i];
-        assert.deepEqual(Object.keys(a.record).sort(), ["ctx", "event", "eventId", "hook", "ts"]);
+        assert.deepEqual(Object.keys(a.record).sort(), ["ctx", "event", "eventId", "gateway", "hook", "ts"]);
         assert.equal(a.record.hook, f.hook);
         assert.equal(a.record.ts, f.ts);
         assert.deepEqual(a.record.ctx, f.line.ctx);
@@ -161,6 +161,7 @@ test(`fixture replay through the registered handlers (${LIVE ? `live SessionHub 
           session_id: p.sessionId,
           session_key: p.ctx.sessionKey,
           prompt: p.prompt,
+          gateway: h.runtime.gatewayId,
         });
         assert.deepEqual(p.returned, { prependContext: server.defaultPreamble });
       });

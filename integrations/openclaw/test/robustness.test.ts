@@ -99,7 +99,8 @@ test("a logger that throws does not break hooks", async () => {
     const r = await h.api.handler("before_prompt_build")({ prompt: "p", messages: [] }, { sessionId: "x" });
     assert.equal(r, undefined);
     await h.runtime.idle();
-    assert.equal(readQueueFile(h.queueDir).length, 1, "still queued");
+    // The start and the prompt (before_prompt_build forwards the user's words).
+    assert.equal(readQueueFile(h.queueDir).length, 2, "still queued");
   } finally {
     h.cleanup();
   }
