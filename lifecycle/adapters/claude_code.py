@@ -146,9 +146,9 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     if hook == "UserPromptSubmit" and kind == EventKind.NOTIFICATION:
         facts["injected"] = "task-notification"
     # A subagent's own hooks carry its id and type: its tool calls are its, not the parent's.
-    agent_id = opt_str(body, "agent_id", "agent_id", max_length=200)
-    if agent_id:
-        facts["agent_id"] = agent_id
+    subagent_id = opt_str(body, "agent_id", "agent_id", max_length=200)
+    if subagent_id:
+        facts["agent_id"] = subagent_id
         facts["agent_type"] = opt_str(body, "agent_type", "agent_type", max_length=200)
     if kind == EventKind.TOOL_USE:
         facts["tool_name"] = opt_str(body, "tool_name", "tool_name", max_length=200)
