@@ -16,8 +16,9 @@ from rest_framework.views import APIView
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Source
-from sessionhub.exceptions import NotFound
+from sessionhub.exceptions import NotFound, ServiceUnavailable
 from sessionhub.fields import StrictCharField
+from sessionhub.resilience import breaker_for, throttled
 
 from . import pins as pin_services
 from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
@@ -261,7 +262,22 @@ class SessionSummarizeApi(APIView):
 
         session = _session(request, session_id)
         pk = str(session.pk)
-        transaction.on_commit(lambda: summarize_session.delay(pk))
+        conf = summarize_session.app.conf
+        breaker = None if conf.task_always_eager else breaker_for(conf.broker_url)
+        if breaker is not None and not breaker.available:
+            raise ServiceUnavailable("The task queue is unavailable; retry later")
+
+        def queue() -> None:
+            try:
+                summarize_session.delay(pk)
+            except Exception as exc:  # noqa: BLE001 - the broker went away: say it once
+                if breaker is not None:
+                    breaker.failed(exc)
+                throttled.warning(
+                    "broker", "could not queue a summary (%s)", exc.__class__.__name__
+                )
+
+        transaction.on_commit(queue)
         return Response({"queued": True}, status=status.HTTP_202_ACCEPTED)
 
 

@@ -137,16 +137,22 @@ def redis_timeouts() -> dict[str, float]:
     }
 
 
+_by_url: dict[str, CircuitBreaker] = {}
+
+
 def breaker_for(url: str) -> CircuitBreaker:
-    """The breaker of the Redis server that ``url`` names (one per host and port)."""
+    """The breaker of the Redis server that ``url`` names (one per host and port).
+
+    On the request path: a dict lookup once the URL has been seen."""
+    breaker = _by_url.get(url)
+    if breaker is not None:
+        return breaker
     name = _address(url)
-    breaker = _breakers.get(name)
-    if breaker is None:
-        with _breakers_lock:
-            breaker = _breakers.get(name)
-            if breaker is None:
-                breaker = CircuitBreaker(name, _pinger(url))
-                _breakers[name] = breaker
+    with _breakers_lock:
+        breaker = _breakers.get(name)
+        if breaker is None:
+            breaker = _breakers[name] = CircuitBreaker(name, _pinger(url))
+        _by_url[url] = breaker
     return breaker
 
 

@@ -278,3 +278,38 @@ def test_redis_hung_then_down_under_load(stack: dict[str, Any]) -> None:
     assert 1 <= counts["breaker"] <= 3, lines  # hung, down (and a reconnect at most)
     assert counts["recovered"] >= 1, lines
     assert sum(counts.values()) == len(lines), lines  # nothing else about Redis was said
+
+
+@pytest.mark.django_db
+def test_resummary_with_the_broker_away_is_a_503_not_a_500(
+    api: APIClient, team: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """Before: the failed publish raised out of the view (a 500)."""
+    from kombu import pools
+
+    from sessionhub.celery import app
+    from tests.dashboard.factories import session_with_story
+
+    session = session_with_story(team)
+    saved = (app.conf.broker_url, app.conf.task_always_eager)
+
+    def point(url: str) -> None:
+        app.conf.broker_url = url
+        app.pool.force_close_all()
+        app._pool = None
+        app.amqp._producer_pool = None
+        pools.reset()
+
+    app.conf.task_always_eager = False
+    point(_away_url())
+    try:
+        with django_capture_on_commit_callbacks(execute=True):
+            first = api.post(f"/api/v1/sessions/{session.pk}/summarize")
+        assert first.status_code == 202  # accepted before the broker was known to be away
+        second = api.post(f"/api/v1/sessions/{session.pk}/summarize")
+    finally:
+        point(saved[0])
+        app.conf.task_always_eager = saved[1]
+    assert second.status_code == 503
+    assert second.json()["code"] == "service_unavailable"
+    assert second["Retry-After"]
