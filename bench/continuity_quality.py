@@ -476,6 +476,134 @@ def scenarios() -> list[Scenario]:
             must_not=[("project", "task-5701"), ("project", "web3-app")],
         )
     )
+    add(
+        Scenario(
+            "same-word-different-intent",
+            [
+                Prior(
+                    "catalogue",
+                    4 * 24,
+                    ["Add a Redis cache for the product catalogue"],
+                    final="Catalogue cached. Next: invalidate entries on price changes.",
+                ),
+                Prior(
+                    "cdn",
+                    2,
+                    ["Remove the stale cache headers from the CDN config"],
+                    final="Stale headers removed from the CDN config.",
+                ),
+            ],
+            "catalogue cache invalidation when prices change",
+            "catalogue",
+            must=["invalidate entries on price changes"],
+        )
+    )
+    add(
+        Scenario(
+            "whats-pending-across-sessions",
+            [
+                Prior(
+                    "first",
+                    3 * 24,
+                    ["Split the monolith's notification module"],
+                    final="Module split. TODO: task-6101 move the e-mail sender. "
+                    "TODO: task-6102 move the SMS sender.",
+                ),
+                Prior(
+                    "second",
+                    24,
+                    ["Carry on with the notification split"],
+                    final="E-mail sender moved; task-6101 merged. "
+                    "TODO: task-6103 delete the old notification tables.",
+                ),
+            ],
+            "what is still pending?",
+            "second",
+            must=["task-6103", "task-6102"],
+            must_not=[("finished", "[task-6101]"), ("finished", "TODO: task-6101")],
+        )
+    )
+    add(
+        Scenario(
+            "same-words-in-another-project",
+            [
+                Prior(
+                    "api-upgrade",
+                    1,
+                    ["Upgrade Django to 5.2 in the API service"],
+                    final="Django upgraded. TODO: task-6201 fix the deprecated URL patterns.",
+                    project="apiservice",
+                ),
+                Prior(
+                    "worker-ci",
+                    4 * 24,
+                    ["Set up CI for the worker"],
+                    final="CI runs on every push.",
+                ),
+            ],
+            "upgrade Django to 5.2 here as well",
+            None,
+            must_not=[("project", "task-6201"), ("project", "apiservice")],
+        )
+    )
+    add(
+        Scenario(
+            "empty-newer-session",
+            [
+                Prior(
+                    "work",
+                    2,
+                    ["Add CSV export to the audit log"],
+                    final="CSV export added. TODO: task-6301 stream large exports.",
+                ),
+                Prior("empty", 1, []),
+            ],
+            "audit log export: large files",
+            "work",
+            must=["task-6301"],
+        )
+    )
+    add(
+        Scenario(
+            "secret-in-the-new-prompt",
+            [
+                Prior(
+                    "hooks",
+                    5,
+                    ["Verify the GitHub webhook signatures"],
+                    final="Signatures verified with HMAC. Next: reject replays older than "
+                    "five minutes.",
+                )
+            ],
+            f"webhook signatures: replays. my token is {GHP} and password={PASSWORD}",
+            "hooks",
+            must=["reject replays"],
+            must_not=[("secret", GHP), ("secret", PASSWORD)],
+            secrets=[GHP, PASSWORD],
+        )
+    )
+    add(
+        Scenario(
+            "upper-case-prompt-old-session",
+            [
+                Prior(
+                    "sig",
+                    5 * 24,
+                    ["Webhook signature verification for Stripe events"],
+                    final="Stripe signatures checked. Next: rotate the signing secret monthly.",
+                ),
+                Prior(
+                    "docs",
+                    1,
+                    ["Proofread the onboarding guide"],
+                    final="Guide proofread. TODO: task-6501 add screenshots.",
+                ),
+            ],
+            "STRIPE WEBHOOK SIGNATURE ROTATION",
+            "sig",
+            must=["rotate the signing secret"],
+        )
+    )
     # Gateway-specific shapes.
     add(
         Scenario(
