@@ -18,8 +18,9 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from itertools import islice
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -422,15 +423,18 @@ def _ago(hours: float) -> str:
 
 @dataclass(slots=True)
 class Later:
-    """What the sessions that ended after one candidate say was finished."""
+    """What the sessions that ended after one candidate say was finished: the task ids
+    they closed, and the first ``upto`` facts of a list shared by all candidates (the
+    newer sessions' sentences reporting results, newest first)."""
 
     done_ids: frozenset[str] = frozenset()
-    completions: tuple[str, ...] = ()
+    facts: list[feature_lib.Completion] = field(default_factory=list)
+    upto: int = 0
 
     def finished(self, text: str, task_id: str = "") -> bool:
         if task_id and task_id in self.done_ids:
             return True
-        return feature_lib.superseded(text, self.completions, self.done_ids)
+        return feature_lib.superseded(text, islice(self.facts, self.upto), self.done_ids)
 
 
 def later_evidence(
@@ -439,15 +443,17 @@ def later_evidence(
     """For each candidate (newest first), what the newer ones finished: the task ids they
     closed and the sentences of their summaries that report a result."""
     evidence: dict[uuid.UUID, Later] = {}
-    done: set[str] = set()
-    completions: list[str] = []
+    done: frozenset[str] = frozenset()
+    facts: list[feature_lib.Completion] = []
     for prior, features in rows:
-        evidence[prior.pk] = Later(frozenset(done), tuple(completions))
-        if features is not None:
-            done.update(features.done_tasks or [])
+        evidence[prior.pk] = Later(done, facts, len(facts))
+        if features is not None and features.done_tasks:
+            done = done | frozenset(features.done_tasks)
         text = texts.get(prior.pk)
         if text is not None and text.completed:
-            completions += feature_lib.completion_sentences([text.completed])
+            facts += feature_lib.completion_facts(
+                feature_lib.completion_sentences([text.completed])
+            )
     return evidence
 
 
@@ -455,7 +461,7 @@ def _finished_task_ids(features: Features | None, later: Later | None) -> frozen
     """The ids of a candidate's pending tasks that a newer session finished."""
     if features is None or later is None or not features.pending_count:
         return frozenset()
-    if not later.done_ids and not later.completions:
+    if not later.done_ids and not later.upto:
         return frozenset()
     return frozenset(
         task.get("id", "")
