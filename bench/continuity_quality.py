@@ -1004,6 +1004,67 @@ def run_all(
     return outcomes
 
 
+def many_candidates(post: Poster, token: str, count: int, asks: int = 20) -> list[float]:
+    """Latency with ``count`` candidates for one agent, each with open tasks and a summary
+    that reports results (the newer sessions' reports are checked against every older
+    session's tasks): seconds per continuity request with a prompt."""
+    now = datetime.now(UTC)
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        sid, at = f"many-{i}", now - timedelta(hours=150 * (count - i) / count + 1)
+        base = {"agent_id": "many", "session_id": sid}
+        words = ["ledger", "export", "cache", "queue", "schema", "oauth", "billing", "search"]
+        topic = f"{words[i % 8]} {words[(i * 3) % 8]}"
+        events += [
+            base | {"event_id": f"{sid}-0", "kind": "session_start", "occurred_at": at.isoformat()},
+            base
+            | {
+                "event_id": f"{sid}-1",
+                "kind": "prompt",
+                "text": f"Work on the {topic} module",
+                "occurred_at": (at + timedelta(minutes=1)).isoformat(),
+            },
+            base
+            | {
+                "event_id": f"{sid}-2",
+                "kind": "turn_end",
+                "final_message": f"The {topic} tests were fixed and merged. "
+                f"TODO: task-{9000 + i} tidy the {topic} docs. TODO: update the {topic} changelog.",
+                "occurred_at": (at + timedelta(minutes=2)).isoformat(),
+            },
+            base
+            | {
+                "event_id": f"{sid}-3",
+                "kind": "session_end",
+                "reason": "new",
+                "occurred_at": (at + timedelta(minutes=3)).isoformat(),
+            },
+        ]
+    for start in range(0, len(events), 400):
+        status, answer, _ = post("/api/v1/events", events[start : start + 400], token)
+        if status != 200:
+            raise RuntimeError(f"{status} {answer}")
+    seconds = []
+    for i in range(asks):
+        sid = f"many-new-{i}"
+        start = {
+            "event_id": f"{sid}-0",
+            "kind": "session_start",
+            "agent_id": "many",
+            "session_id": sid,
+            "occurred_at": now.isoformat(),
+        }
+        status, answer, took = post(
+            "/api/v1/continuity",
+            {"source": "generic", "session_id": sid, "prompt": "ledger cache docs", "event": start},
+            token,
+        )
+        if status != 200:
+            raise RuntimeError(f"{status} {answer}")
+        seconds.append(took)
+    return seconds
+
+
 # --- running it on its own -------------------------------------------------------------
 
 
@@ -1012,6 +1073,12 @@ def main() -> int:
     parser.add_argument("--sqlite", action="store_true", help="use SQLite, not PostgreSQL")
     parser.add_argument("--only", help="comma-separated scenario slugs")
     parser.add_argument("--verbose", action="store_true", help="print every preamble")
+    parser.add_argument(
+        "--candidates",
+        type=int,
+        default=200,
+        help="also time continuity with this many candidates for one agent (0: skip)",
+    )
     args = parser.parse_args()
     repo = Path(__file__).resolve().parent.parent
     sys.path.insert(0, str(repo))
@@ -1055,6 +1122,12 @@ def main() -> int:
         print(table(outcomes))
         for line in misses(outcomes):
             print("MISS", line)
+        if args.candidates:
+            took = sorted(x * 1000 for x in many_candidates(post, tokens["A"], args.candidates))
+            print(
+                f"continuity with {args.candidates} candidates (prompt, carried event): "
+                f"p50 {statistics.median(took):.1f} ms, max {took[-1]:.1f} ms over {len(took)}"
+            )
         if args.verbose:
             for o in outcomes:
                 print(f"\n--- {o.channel} {o.slug} (top {o.top})\n{o.seen}")

@@ -18,9 +18,8 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import islice
 from typing import Any, NamedTuple
 
 from django.conf import settings
@@ -421,20 +420,59 @@ def _ago(hours: float) -> str:
     return f"{int(hours // 24)}d ago"
 
 
+class Evidence:
+    """The newer sessions' sentences reporting results, newest session first, parsed once
+    per request and indexed by task id and by stem, so that asking whether any of the
+    first ``upto`` of them finished a task costs a few lookups, not a scan."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
+        self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
+
+    def add(self, facts: list[feature_lib.Completion]) -> None:
+        for ids, stems in facts:
+            for task_id in ids:
+                self.by_id.setdefault(task_id, self.count)
+            for stem in stems:
+                self.by_stem.setdefault(stem, []).append(self.count)
+            self.count += 1
+
+    def covers(self, text: str, upto: int) -> bool:
+        """``feature_lib.superseded(text, first upto sentences)``, from the indexes."""
+        ids = feature_lib.task_ids(text)
+        if any(self.by_id.get(i, upto) < upto for i in ids):
+            return True
+        terms = feature_lib.content_stems(feature_lib.without_task_ids(text))
+        if not terms:
+            return False
+        needed = max(1, -(-2 * len(terms) // 3))
+        hits: dict[int, int] = {}
+        for term in terms:
+            for index in self.by_stem.get(term, ()):
+                if index >= upto:
+                    break
+                hits[index] = hits.get(index, 0) + 1
+                if hits[index] >= needed:
+                    return True
+        return False
+
+
 @dataclass(slots=True)
 class Later:
     """What the sessions that ended after one candidate say was finished: the task ids
-    they closed, and the first ``upto`` facts of a list shared by all candidates (the
-    newer sessions' sentences reporting results, newest first)."""
+    they closed, and the first ``upto`` sentences of the shared evidence."""
 
     done_ids: frozenset[str] = frozenset()
-    facts: list[feature_lib.Completion] = field(default_factory=list)
+    evidence: Evidence | None = None
     upto: int = 0
 
     def finished(self, text: str, task_id: str = "") -> bool:
         if task_id and task_id in self.done_ids:
             return True
-        return feature_lib.superseded(text, islice(self.facts, self.upto), self.done_ids)
+        if feature_lib.task_ids(text) & self.done_ids:
+            return True
+        return self.evidence is not None and self.evidence.covers(text, self.upto)
 
 
 def later_evidence(
@@ -444,15 +482,15 @@ def later_evidence(
     closed and the sentences of their summaries that report a result."""
     evidence: dict[uuid.UUID, Later] = {}
     done: frozenset[str] = frozenset()
-    facts: list[feature_lib.Completion] = []
+    shared = Evidence()
     for prior, features in rows:
-        evidence[prior.pk] = Later(done, facts, len(facts))
+        evidence[prior.pk] = Later(done, shared, shared.count)
         if features is not None and features.done_tasks:
             done = done | frozenset(features.done_tasks)
         text = texts.get(prior.pk)
         if text is not None and text.completed:
-            facts += feature_lib.completion_facts(
-                feature_lib.completion_sentences([text.completed])
+            shared.add(
+                feature_lib.completion_facts(feature_lib.completion_sentences([text.completed]))
             )
     return evidence
 

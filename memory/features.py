@@ -6,6 +6,7 @@ final messages, reasoning and the agent's pins.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -114,15 +115,18 @@ def stem(word: str) -> str:
     return word
 
 
-def content_stems(text: str) -> set[str]:
-    """The stems of a text's content words (no stop words, no intent words, no markers)."""
+@functools.lru_cache(maxsize=4096)
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words (no stop words, no intent words, no markers).
+
+    Cached: continuity asks it of the same task texts and sentences again and again."""
     found = set()
     for match in _WORD.finditer(without_markers(text)):
         word = match.group(0).lower().strip("-'")
         if len(word) < 3 or word in STOP_WORDS or word in _INTENT_WORDS or _HEXISH.match(word):
             continue
         found.add(stem(word))
-    return found
+    return frozenset(found)
 
 
 def states_completion(sentence: str) -> bool:
@@ -146,6 +150,15 @@ def completion_sentences(texts: Iterable[str]) -> list[str]:
 
 
 Completion = tuple[frozenset[str], frozenset[str]]  # (task ids, content stems)
+
+
+def task_ids(text: str) -> frozenset[str]:
+    """The ``task-NNN`` ids a text names, lowercased."""
+    return frozenset(m.group(1).lower() for m in _TASK_ID.finditer(text))
+
+
+def without_task_ids(text: str) -> str:
+    return _TASK_ID.sub(" ", text)
 
 
 def completion_facts(sentences: Iterable[str]) -> list[Completion]:
