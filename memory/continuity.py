@@ -423,17 +423,59 @@ def _ago(hours: float) -> str:
     return f"{int(hours // 24)}d ago"
 
 
+class Evidence:
+    """The newer sessions' sentences reporting results, newest session first, parsed once
+    per request and indexed by task id and by stem, so that asking whether any of the
+    first ``upto`` of them finished a task costs a few lookups, not a scan."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
+        self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
+
+    def add(self, facts: list[feature_lib.Completion]) -> None:
+        for ids, stems in facts:
+            for task_id in ids:
+                self.by_id.setdefault(task_id, self.count)
+            for stem in stems:
+                self.by_stem.setdefault(stem, []).append(self.count)
+            self.count += 1
+
+    def covers(self, text: str, upto: int) -> bool:
+        """``feature_lib.superseded(text, first upto sentences)``, from the indexes."""
+        ids = feature_lib.task_ids(text)
+        if any(self.by_id.get(i, upto) < upto for i in ids):
+            return True
+        terms = feature_lib.content_stems(feature_lib.without_task_ids(text))
+        if not terms:
+            return False
+        needed = max(1, -(-2 * len(terms) // 3))
+        hits: dict[int, int] = {}
+        for term in terms:
+            for index in self.by_stem.get(term, ()):
+                if index >= upto:
+                    break
+                hits[index] = hits.get(index, 0) + 1
+                if hits[index] >= needed:
+                    return True
+        return False
+
+
 @dataclass(slots=True)
 class Later:
-    """What the sessions that ended after one candidate say was finished."""
+    """What the sessions that ended after one candidate say was finished: the task ids
+    they closed, and the first ``upto`` sentences of the shared evidence."""
 
     done_ids: frozenset[str] = frozenset()
-    completions: tuple[str, ...] = ()
+    evidence: Evidence | None = None
+    upto: int = 0
 
     def finished(self, text: str, task_id: str = "") -> bool:
         if task_id and task_id in self.done_ids:
             return True
-        return feature_lib.superseded(text, self.completions, self.done_ids)
+        if feature_lib.task_ids(text) & self.done_ids:
+            return True
+        return self.evidence is not None and self.evidence.covers(text, self.upto)
 
 
 def later_evidence(
@@ -442,15 +484,17 @@ def later_evidence(
     """For each candidate (newest first), what the newer ones finished: the task ids they
     closed and the sentences of their summaries that report a result."""
     evidence: dict[uuid.UUID, Later] = {}
-    done: set[str] = set()
-    completions: list[str] = []
+    done: frozenset[str] = frozenset()
+    shared = Evidence()
     for prior, features in rows:
-        evidence[prior.pk] = Later(frozenset(done), tuple(completions))
-        if features is not None:
-            done.update(features.done_tasks or [])
+        evidence[prior.pk] = Later(done, shared, shared.count)
+        if features is not None and features.done_tasks:
+            done = done | frozenset(features.done_tasks)
         text = texts.get(prior.pk)
         if text is not None and text.completed:
-            completions += feature_lib.completion_sentences([text.completed])
+            shared.add(
+                feature_lib.completion_facts(feature_lib.completion_sentences([text.completed]))
+            )
     return evidence
 
 
@@ -458,7 +502,7 @@ def _finished_task_ids(features: Features | None, later: Later | None) -> frozen
     """The ids of a candidate's pending tasks that a newer session finished."""
     if features is None or later is None or not features.pending_count:
         return frozenset()
-    if not later.done_ids and not later.completions:
+    if not later.done_ids and not later.upto:
         return frozenset()
     return frozenset(
         task.get("id", "")

@@ -6,6 +6,7 @@ final messages, reasoning and the agent's pins.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -114,15 +115,18 @@ def stem(word: str) -> str:
     return word
 
 
-def content_stems(text: str) -> set[str]:
-    """The stems of a text's content words (no stop words, no intent words, no markers)."""
+@functools.lru_cache(maxsize=4096)
+def content_stems(text: str) -> frozenset[str]:
+    """The stems of a text's content words (no stop words, no intent words, no markers).
+
+    Cached: continuity asks it of the same task texts and sentences again and again."""
     found = set()
     for match in _WORD.finditer(without_markers(text)):
         word = match.group(0).lower().strip("-'")
         if len(word) < 3 or word in STOP_WORDS or word in _INTENT_WORDS or _HEXISH.match(word):
             continue
         found.add(stem(word))
-    return found
+    return frozenset(found)
 
 
 def states_completion(sentence: str) -> bool:
@@ -145,20 +149,46 @@ def completion_sentences(texts: Iterable[str]) -> list[str]:
     ]
 
 
-def superseded(step: str, completions: Iterable[str], done_ids: Iterable[str] = ()) -> bool:
+Completion = tuple[frozenset[str], frozenset[str]]  # (task ids, content stems)
+
+
+def task_ids(text: str) -> frozenset[str]:
+    """The ``task-NNN`` ids a text names, lowercased."""
+    return frozenset(m.group(1).lower() for m in _TASK_ID.finditer(text))
+
+
+def without_task_ids(text: str) -> str:
+    return _TASK_ID.sub(" ", text)
+
+
+def completion_facts(sentences: Iterable[str]) -> list[Completion]:
+    """What ``superseded`` compares of each sentence reporting a result, computed once."""
+    return [
+        (
+            frozenset(m.group(1).lower() for m in _TASK_ID.finditer(sentence)),
+            frozenset(content_stems(sentence)),
+        )
+        for sentence in sentences
+    ]
+
+
+def superseded(
+    step: str, completions: Iterable[str | Completion], done_ids: Iterable[str] = ()
+) -> bool:
     """Whether later evidence finished an intention: a task id it names was said to be
     done, or a later sentence reporting a result covers (nearly) all its content words."""
     ids = {m.group(1).lower() for m in _TASK_ID.finditer(step)}
     if ids and ids & {i.lower() for i in done_ids}:
         return True
     terms = content_stems(_TASK_ID.sub(" ", step))
-    for sentence in completions:
-        if ids and ids & {m.group(1).lower() for m in _TASK_ID.finditer(sentence)}:
+    needed = max(1, -(-2 * len(terms) // 3))  # at least two thirds, rounded up
+    for completion in completions:
+        later_ids, stems = (
+            completion_facts([completion])[0] if isinstance(completion, str) else completion
+        )
+        if ids and ids & later_ids:
             return True
-        if not terms:
-            continue
-        shared = len(terms & content_stems(sentence))
-        if shared >= max(1, -(-2 * len(terms) // 3)):  # at least two thirds, rounded up
+        if terms and len(terms & stems) >= needed:
             return True
     return False
 

@@ -691,9 +691,12 @@ def test_session_start_prints_the_preamble_as_additional_context(configured, ser
 
     assert rc == 0
     assert [r["path"] for r in server.requests] == [client.HOOKS_PATH, client.CONTINUITY_PATH]
+    # The request carries the start event as posted (issue 12: the server starts the
+    # session itself when the start has not landed).
     assert server.requests[1]["body"] == {
         "source": "claude-code",
         "session_id": session_start()["session_id"],
+        "event": server.requests[0]["body"],
     }
     assert server.requests[1]["headers"]["Authorization"] == f"Bearer {TOKEN}"
     assert out.endswith("\n") and out.count("\n") == 1
@@ -703,6 +706,31 @@ def test_session_start_prints_the_preamble_as_additional_context(configured, ser
             "additionalContext": server.preamble,
         }
     }
+
+
+def test_the_first_prompt_asks_with_the_prompt_and_prints_its_context(configured, server):
+    server.preamble = "## Continuity\nThe websocket reconnect session."
+    prompt = dict(session_start(), hook_event_name="UserPromptSubmit", prompt="the websocket")
+    prompt.pop("source")
+    rc, out, _ = run(prompt)
+    assert rc == 0
+    assert [r["path"] for r in server.requests] == [client.HOOKS_PATH, client.CONTINUITY_PATH]
+    assert server.requests[1]["body"] == {
+        "source": "claude-code",
+        "session_id": prompt["session_id"],
+        "prompt": "the websocket",
+        "event": server.requests[0]["body"],
+    }
+    assert json.loads(out) == {
+        "hookSpecificOutput": {
+            "hookEventName": "UserPromptSubmit",
+            "additionalContext": server.preamble,
+        }
+    }
+    # The second prompt of the session asks nothing and prints nothing.
+    rc, out, _ = run(dict(prompt, prompt="and then"))
+    assert (rc, out) == (0, "")
+    assert [r["path"] for r in server.requests[2:]] == [client.HOOKS_PATH]
 
 
 def test_session_start_with_empty_preamble_prints_nothing(configured, server):

@@ -285,3 +285,25 @@ def test_score_parts_add_up() -> None:
     entry = c.as_dict()
     assert entry["pending_tasks"] == 1 and entry["pending_finished_later"] == 1
     assert sum(entry["parts"].values()) == pytest.approx(entry["score"], abs=0.001)
+
+
+@pytest.mark.parametrize(
+    ("step", "later"),
+    [
+        ("Remaining: update the changelog", ["Changelog updated and PR #148 opened."]),
+        ("Next: add tests for the parser", ["Fixed the parser crash."]),
+        ("TODO: task-6001 wire it", ["Shipped it: task-6001 done."]),
+        ("TODO: task-6001 wire it", ["task-6002 done."]),
+        ("write the rollout runbook for the flags", ["Rollout runbook for the flags written."]),
+        ("invalidate entries on price changes", ["Stale cache headers removed."]),
+    ],
+)
+def test_the_indexed_evidence_answers_as_the_plain_rule(step: str, later: list[str]) -> None:
+    from memory import features
+
+    facts = features.completion_facts(features.completion_sentences(later))
+    evidence = continuity.Evidence()
+    evidence.add(facts)
+    plain = features.superseded(step, facts)
+    assert evidence.covers(step, evidence.count) == plain
+    assert evidence.covers(step, 0) is False  # none of them is newer
