@@ -678,15 +678,28 @@ def _may_assign(segment: str) -> bool:
     return any(c in segment for c in "=:\"'`") or segment.startswith("-") or " -" in segment
 
 
+TAIL_STRETCH = 4  # a tail may reach back this many times TAIL_CHARS to a paragraph start
+
+
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
-    """Return at most `limit` trailing characters of text, starting on a whole word, and
-    never between a secret's name and its value: when the line holds an operator, quote
-    or flag up to the first whole word (``password = "...``), the tail starts at the
-    next line or sentence instead, so the server never gets a value without its key."""
+    """Return the trailing `limit` characters of text or so, never starting between a
+    secret and what names it (``password = "...``, ``Bearer ...``, a key's BEGIN line):
+    the tail reaches back to the start of the paragraph, else the line, the cut falls in
+    (up to TAIL_STRETCH times `limit`), for the server to redact it whole. Past that, it
+    starts on a whole word, or at the next line or sentence when the line up to that word
+    holds an operator, a quote or a flag."""
     text = text.strip()
     if len(text) <= limit:
         return text
     start = len(text) - limit
+    floor = max(0, len(text) - TAIL_STRETCH * limit)
+    for boundary in ("\n\n", "\n"):
+        at = text.rfind(boundary, floor, start)
+        if at != -1:
+            return text[at:].strip()
+    if floor == 0:
+        return text
+    start = floor
     line_start = text.rfind("\n", 0, start) + 1
     space = next((i for i in range(start, len(text)) if text[i].isspace()), len(text))
     if text[start - 1].isspace():
