@@ -933,7 +933,10 @@ def keyed_form(raw: str, shown: str | None = None, *, limit: int = 200) -> str:
     return shown[: max(0, limit - len(suffix))] + suffix
 
 
+# Object keys are few and repeat endlessly (as for ``_key_kinds``): the clean ones are
+# remembered, so a payload's keys cost a set lookup each.
 _clean_keys: set[str] = set()
+_KEY_CACHE_MAX_LENGTH = 200
 
 
 def redact_key(key: str) -> str:
@@ -941,8 +944,8 @@ def redact_key(key: str) -> str:
     secret keys of one object must not become one)."""
     if key in _clean_keys:
         return key
-    stored = keyed_form(key, limit=_CLEAN_MAX_LENGTH)
-    if stored is key and len(key) <= _CLEAN_MAX_LENGTH:
+    stored = keyed_form(key, limit=max(len(key), _KEY_CACHE_MAX_LENGTH))
+    if stored is key and len(key) <= _KEY_CACHE_MAX_LENGTH:
         if len(_clean_keys) >= _CLEAN_MAX_ENTRIES:
             _clean_keys.clear()
         _clean_keys.add(key)

@@ -750,11 +750,22 @@ def _summarise(records: list[dict], sidechain: bool | None) -> tuple[str | None,
 
 
 _TAIL_BREAKS = ("\n", ". ", "! ", "? ")
+# Words that make a secret nearby recognisable (``password =``, ``Bearer``, ``-----BEGIN``,
+# ``docker login -p``...): a cut just after one would keep the secret without them.
+_NAMING_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "bearer", "basic", "cred")
+_NAMING_WORDS += ("begin", "login", "discord", "cookie", "session")
+TAIL_STRETCH = 4  # a tail may reach back this many times TAIL_CHARS to a paragraph start
 
 
-def _may_assign(segment: str) -> bool:
-    """Whether a piece of a line holds an operator, a quote or a --flag."""
-    return any(c in segment for c in "=:\"'`") or segment.startswith("-") or " -" in segment
+def _may_name_a_secret(piece: str) -> bool:
+    """Whether a piece of text holds an operator, a quote, a --flag or a naming word."""
+    lowered = piece.lower()
+    return (
+        any(c in piece for c in "=:\"'`")
+        or lowered.startswith("-")
+        or " -" in lowered
+        or any(word in lowered for word in _NAMING_WORDS)
+    )
 
 
 def _api_error(record: dict, message: dict) -> bool:
@@ -780,22 +791,30 @@ def transcript_model(path: str) -> str | None:
 
 
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
-    """Return at most `limit` trailing characters of text, starting on a whole word, and
-    never between a secret's name and its value: when the line holds an operator, quote
-    or flag up to the first whole word (``password = "...``), the tail starts at the
-    next line or sentence instead, so the server never gets a value without its key."""
+    """Return the trailing `limit` characters of text, starting on a whole word, but
+    never between a secret and what names it (``password = "...``, ``Bearer ...``, a
+    key's BEGIN line): when the 200 characters before the cut name one, the tail reaches
+    back to the start of the paragraph, else the line, the cut falls in (up to
+    TAIL_STRETCH times `limit`) for the server to redact it whole; failing that, it
+    starts at the next line or sentence."""
     text = text.strip()
     if len(text) <= limit:
         return text
     start = len(text) - limit
-    line_start = text.rfind("\n", 0, start) + 1
     space = next((i for i in range(start, len(text)) if text[i].isspace()), len(text))
     if text[start - 1].isspace():
         space = start
     kept = text[space:].lstrip()
     first_word = kept.split(None, 1)[0] if kept else ""
-    if not _may_assign(text[line_start:space] + " " + first_word):
+    if not _may_name_a_secret(text[max(0, start - 200) : space] + " " + first_word):
         return kept
+    floor = max(0, len(text) - TAIL_STRETCH * limit)
+    for boundary in ("\n\n", "\n"):
+        at = text.rfind(boundary, floor, start)
+        if at != -1:
+            return text[at:].strip()
+    if floor == 0:
+        return text
     ends = [(text.find(b, start), len(b)) for b in _TAIL_BREAKS]
     after = [at + size for at, size in ends if at != -1]
     return text[min(after) :].strip() if after else ""
