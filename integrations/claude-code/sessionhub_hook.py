@@ -81,6 +81,10 @@ INSTALL_EVENTS = (
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 # Events whose answer nobody reads: registered "async": true, so the agent never waits.
+# Not PostCompact: after `/compact` in `claude -p` it is the last hook before SessionEnd,
+# and Claude Code 2.1.330 killed it before it could start (the real-CLI test lost it).
+# Registered blocking and detached, it costs the agent one interpreter start-up per
+# compaction.
 ASYNC_EVENTS = frozenset(
     {
         "PreToolUse",
@@ -89,7 +93,6 @@ ASYNC_EVENTS = frozenset(
         "Notification",
         "SubagentStop",
         "PreCompact",
-        "PostCompact",
     }
 )
 # Events sent from a detached child process (``hook --detach``): Claude Code kills hooks
@@ -97,7 +100,7 @@ ASYNC_EVENTS = frozenset(
 # its own session outlives that and still sends or spools the event. SessionEnd stays in
 # the foreground: Claude Code waits for it (up to its timeout) before it exits, and that
 # wait is what gives the hooks fired just before the end the time to hand off.
-DETACHED_EVENTS = ASYNC_EVENTS | {"StopFailure"}
+DETACHED_EVENTS = ASYNC_EVENTS | {"StopFailure", "PostCompact"}
 INSTALL_HOOK_TIMEOUT = 10  # seconds; Claude Code's own limit, the client stops well before
 OUR_COMMAND_MARKERS = ("sessionhub-hook", "sessionhub_hook")
 
