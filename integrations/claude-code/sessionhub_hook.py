@@ -82,6 +82,10 @@ INSTALL_EVENTS = (
 )
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure"})
 # Events whose answer nobody reads: registered "async": true, so the agent never waits.
+# Not PostCompact: after `/compact` in `claude -p` it is the last hook before SessionEnd,
+# and Claude Code 2.1.330 killed it before it could start (the real-CLI test lost it).
+# Registered blocking and detached, it costs the agent one interpreter start-up per
+# compaction.
 ASYNC_EVENTS = frozenset(
     {
         "PreToolUse",
@@ -90,13 +94,14 @@ ASYNC_EVENTS = frozenset(
         "Notification",
         "SubagentStop",
         "PreCompact",
-        "PostCompact",
     }
 )
 # Events sent from a detached child process (``hook --detach``): Claude Code kills hooks
-# still running when it exits (async ones, StopFailure, a slow SessionEnd); a child in
-# its own session outlives that and still sends or spools the event.
-DETACHED_EVENTS = ASYNC_EVENTS | {"StopFailure", "SessionEnd"}
+# still running when it exits (async ones, the fire-and-forget StopFailure); a child in
+# its own session outlives that and still sends or spools the event. SessionEnd stays in
+# the foreground: Claude Code waits for it (up to its timeout) before it exits, and that
+# wait is what gives the hooks fired just before the end the time to hand off.
+DETACHED_EVENTS = ASYNC_EVENTS | {"StopFailure", "PostCompact"}
 INSTALL_HOOK_TIMEOUT = 10  # seconds; Claude Code's own limit, the client stops well before
 OUR_COMMAND_MARKERS = ("sessionhub-hook", "sessionhub_hook")
 
@@ -773,6 +778,22 @@ def _api_error(record: dict, message: dict) -> bool:
     return bool(record.get("isApiErrorMessage")) or message.get("model") == "<synthetic>"
 
 
+def api_error_record(path: str) -> dict | None:
+    """The newest main-conversation assistant line, when it is Claude Code's text for a
+    failed API call (the turn ended with StopFailure); else None."""
+    try:
+        size = os.path.getsize(path)
+        records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW)
+    except (OSError, TypeError, ValueError):
+        return None
+    for record in reversed(records):
+        message = record.get("message")
+        if record.get("isSidechain") or not isinstance(message, dict):
+            continue
+        return record if _api_error(record, message) else None
+    return None
+
+
 def transcript_model(path: str) -> str | None:
     """The model of the newest real assistant message (headless sessions name it nowhere
     else)."""
@@ -995,10 +1016,46 @@ def build_event(hook: dict, deadline: Deadline) -> dict:
             model = transcript_model(os.path.expanduser(path))
             if model:
                 meta["model"] = model
+    if name == "StopFailure":
+        # Named by the failed message, so that the copy SessionEnd sends (Claude Code
+        # may kill this hook first) is the same event.
+        failed = _failed_turn(hook)
+        if failed is not None:
+            meta["event_id"] = failed["sessionhub"]["event_id"]
     meta["client"] = CLIENT
     event = dict(hook)
     event["sessionhub"] = meta
     return fit_event(event)
+
+
+def _failed_turn(hook: dict) -> dict | None:
+    """A StopFailure event for the failed API call the transcript ends with, if it does."""
+    path = hook.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return None
+    record = api_error_record(os.path.expanduser(path))
+    if record is None or not isinstance(record.get("uuid"), str):
+        return None
+    blocks = record["message"].get("content")
+    texts = (
+        [b.get("text") for b in blocks or [] if isinstance(b, dict)]
+        if isinstance(blocks, list)
+        else [blocks]
+    )
+    stamp = record.get("timestamp")
+    meta = {
+        "event_id": f"stopfailure:{record['uuid']}"[:200],
+        "occurred_at": stamp if isinstance(stamp, str) else _utc_now(),
+        "client": CLIENT,
+    }
+    event = {k: hook[k] for k in ("session_id", "transcript_path", "cwd") if k in hook}
+    event |= {
+        "hook_event_name": "StopFailure",
+        "error": str(record.get("error") or "unknown"),
+        "last_assistant_message": " ".join(t for t in texts if isinstance(t, str)),
+        "sessionhub": meta,
+    }
+    return event
 
 
 def fit_event(event: dict) -> dict:
@@ -1217,15 +1274,22 @@ def run_hook(raw: bytes, cfg: Config, out, deadline: Deadline) -> None:  # type:
     spool = Spool(cfg.spool_path)
     name = _event_name(hook) or "event"
     event_id = event["sessionhub"]["event_id"]
+    events = [event]
+    if name == "SessionEnd":
+        # Claude Code may kill the StopFailure hook of a turn that failed just before the
+        # end: send it again (same event id; the server keeps one).
+        failed = _failed_turn(hook)
+        events = [failed, event] if failed is not None else events
 
     state = flush_spool(cfg, spool, deadline)
     if state == "transient":
-        spool.append([event], deadline)  # the server is away: do not wait for it twice
+        spool.append(events, deadline)  # the server is away: do not wait for it twice
         return
-    reply = post_json(cfg.hooks_url, cfg.token, json.dumps(event).encode("utf-8"), deadline)
+    body = events[0] if len(events) == 1 else events
+    reply = post_json(cfg.hooks_url, cfg.token, json.dumps(body).encode("utf-8"), deadline)
     if reply.kind == "transient":
         log(f"{name} {event_id} spooled: {reply.describe()}")
-        spool.append([event], deadline)
+        spool.append(events, deadline)
         # A slow answer is not an absent server: the continuity request carries the event
         # and starts the session itself when the spooled start has not landed.
         if reply.code == 0 and deadline.net_remaining() > 0.3:

@@ -239,7 +239,6 @@ def test_installed_as_documented(rig: Rig) -> None:
                 "Notification",
                 "SubagentStop",
                 "PreCompact",
-                "PostCompact",
             }
         )
     folder = rig.home / ".sessionhub"

@@ -1046,3 +1046,38 @@ def test_detached_hook_returns_at_once_and_the_child_sends(configured, server, t
     while time.monotonic() < deadline and not server.accepted_ids():
         time.sleep(0.05)
     assert len(server.accepted_ids()) == 1
+
+
+def test_session_end_resends_a_failed_turns_stop_failure_under_the_same_id(
+    configured, server, tmp_path
+):
+    """Claude Code may kill the StopFailure hook as it exits: SessionEnd sends the same
+    event again (same id, so the server keeps one)."""
+    path = tmp_path / "t.jsonl"
+    user = {"type": "user", "isSidechain": False, "message": {"role": "user", "content": "go"}}
+    failed = {
+        "type": "assistant",
+        "isSidechain": False,
+        "uuid": "9b1bb8ad-270f-4864-8e37-e2c0fd276ce1",
+        "timestamp": "2026-11-23T21:56:12.715Z",
+        "error": "unknown",
+        "isApiErrorMessage": True,
+        "message": {
+            "id": "m",
+            "model": "<synthetic>",
+            "content": [{"type": "text", "text": "API Error: 400 x"}],
+        },
+    }
+    path.write_text(json.dumps(user) + "\n" + json.dumps(failed) + "\n")
+    base = {"session_id": "s-1", "transcript_path": str(path), "cwd": str(tmp_path)}
+    run(dict(base, hook_event_name="StopFailure", error="unknown"))
+    run(dict(base, hook_event_name="SessionEnd", reason="other"))
+    first, second = (r["body"] for r in server.hook_requests())
+    assert first["sessionhub"]["event_id"] == "stopfailure:" + failed["uuid"]
+    assert [e["hook_event_name"] for e in second] == ["StopFailure", "SessionEnd"]
+    assert second[0]["sessionhub"]["event_id"] == first["sessionhub"]["event_id"]
+    assert second[0]["last_assistant_message"] == "API Error: 400 x"
+    # A session whose last turn did not fail sends SessionEnd alone.
+    path.write_text(json.dumps(user) + "\n")
+    run(dict(base, hook_event_name="SessionEnd", reason="other"))
+    assert server.hook_requests()[-1]["body"]["hook_event_name"] == "SessionEnd"
