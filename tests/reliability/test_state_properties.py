@@ -279,6 +279,10 @@ def deliveries(draw: Any, n: int) -> list[list[int]]:
 STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
 
 
+# Activity on a suspended session resumes it (OpenClaw sends no resume after a restart).
+ACTIVITY = (EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END)
+
+
 def model_status(log: list[tuple[datetime, str, str]]) -> str:
     """The lifecycle as the design states it, from (time, kind, reason) in time order."""
     status, started = SessionStatus.ACTIVE, False
@@ -291,6 +295,8 @@ def model_status(log: list[tuple[datetime, str, str]]) -> str:
             started = True
         elif kind == EventKind.SESSION_SUSPEND and status == SessionStatus.ACTIVE:
             status = SessionStatus.SUSPENDED
+        elif kind in ACTIVITY and status == SessionStatus.SUSPENDED:
+            status = SessionStatus.ACTIVE  # the agent at work again: a resume
         elif kind == EventKind.SESSION_END:
             status = SessionStatus.CRASHED if reason == "crashed" else SessionStatus.ENDED
     return status

@@ -48,6 +48,8 @@ export interface ContinuityOptions {
    * and may hand a session's start to one instance and its prompt to another.
    */
   asked?: Map<string, true>;
+  /** Sessions whose start this gateway sent (same sharing as `asked`). */
+  started?: Set<string>;
 }
 
 /** Longest prompt text sent along (the prompt can carry reconstructed history). */
@@ -76,6 +78,7 @@ export class ContinuityInjector {
   private readonly memory: number;
   private readonly gatewayId: string | undefined;
   private readonly asked: Map<string, true>;
+  private readonly started: Set<string>;
   private listeners: Array<(report: ContinuityReport) => void> = [];
 
   constructor(options: ContinuityOptions) {
@@ -87,11 +90,27 @@ export class ContinuityInjector {
     this.memory = Math.max(1, options.memory ?? 10_000);
     this.gatewayId = options.gatewayId;
     this.asked = options.asked ?? new Map<string, true>();
+    this.started = options.started ?? new Set<string>();
+  }
+
+  /**
+   * The gateway started this session (fresh, or reset in place): its history
+   * may already hold background turns (a heartbeat that ran first), yet the
+   * user's first prompt is a new session's first.
+   */
+  sessionStarted(sessionId: string): void {
+    this.asked.delete(sessionId);
+    this.started.add(sessionId);
+    while (this.started.size > this.memory) {
+      const oldest = this.started.values().next().value;
+      if (oldest === undefined) break;
+      this.started.delete(oldest);
+    }
   }
 
   /** The session was reset in place: its next prompt is a new session's first. */
   forget(sessionId: string): void {
-    this.asked.delete(sessionId);
+    this.sessionStarted(sessionId);
   }
 
   onReport(listener: (report: ContinuityReport) => void): void {
@@ -118,7 +137,10 @@ export class ContinuityInjector {
       // Remember before awaiting, so a second prompt hook firing meanwhile
       // (before_agent_start next to before_prompt_build) does not ask again.
       this.remember(key);
-      if (hasEarlierAssistantTurn(e.messages)) return this.finish(report, "resumed-session");
+      // An assistant turn in the history of a session not started here: one
+      // that goes on after a gateway restart, not a first prompt.
+      const fresh = this.started.delete(key);
+      if (!fresh && hasEarlierAssistantTurn(e.messages)) return this.finish(report, "resumed-session");
 
       const returned = await this.withDeadline(this.ask(report, e), report);
       report.returned = returned;

@@ -154,16 +154,21 @@ const runtimes = new WeakMap<object, SessionHubRuntime>();
  */
 const queuesByDir = new Map<string, DiskQueue>();
 
-/** Sessions already asked for a preamble, per queue file (one gateway), shared by its runtimes. */
-const askedByDir = new Map<string, Map<string, true>>();
+/**
+ * Which sessions were asked for a preamble and which were started here, per
+ * queue file (one gateway), shared by its runtimes: the gateway loads the
+ * plugin more than once and may hand a session's start to one instance and
+ * its prompt to another.
+ */
+const continuityStateByDir = new Map<string, { asked: Map<string, true>; started: Set<string> }>();
 
-function sharedAsked(config: SessionHubConfig): Map<string, true> {
-  let asked = askedByDir.get(config.queueDir);
-  if (!asked) {
-    asked = new Map<string, true>();
-    askedByDir.set(config.queueDir, asked);
+function sharedContinuityState(config: SessionHubConfig): { asked: Map<string, true>; started: Set<string> } {
+  let shared = continuityStateByDir.get(config.queueDir);
+  if (!shared) {
+    shared = { asked: new Map<string, true>(), started: new Set<string>() };
+    continuityStateByDir.set(config.queueDir, shared);
   }
-  return asked;
+  return shared;
 }
 
 function sharedQueue(config: SessionHubConfig, log: SafeLogger): DiskQueue {
@@ -304,7 +309,7 @@ export function createSessionHubRuntime(
     timeoutMs: config.timeoutMs,
     enabled: config.injectPreamble,
     gatewayId,
-    asked: sharedAsked(config),
+    ...sharedContinuityState(config),
   });
   const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
     const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId(), gateway: gatewayId };
@@ -334,10 +339,9 @@ export function createSessionHubRuntime(
     if (!isRecord(event)) return;
     const c = isRecord(ctx) ? ctx : {};
     const id = typeof event.sessionId === "string" ? event.sessionId : typeof c.sessionId === "string" ? c.sessionId : "";
-    const same =
-      (hook === "session_end" && event.nextSessionId === id) ||
-      (hook === "session_start" && event.resumedFrom === id);
-    if (id && same) continuity.forget(id);
+    if (!id) return;
+    if (hook === "session_start") continuity.sessionStarted(id);
+    else if (event.nextSessionId === id) continuity.forget(id);
   };
 
   const runtime: SessionHubRuntime = {
