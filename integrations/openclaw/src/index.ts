@@ -540,6 +540,11 @@ export function registerSessionHub(
     // Only a live gateway load ("full") may start background work; discovery,
     // setup and CLI-metadata loads just see the registrations.
     const mode = api.registrationMode;
+    if (mode !== undefined && mode !== "full") {
+      // A CLI command's metadata load: it must not touch the gateway's queue
+      // file when that process exits.
+      liveRuntimes.delete(runtime);
+    }
     if (mode === undefined || mode === "full") {
       runtime.forwarder.start();
       log.info(
