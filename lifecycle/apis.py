@@ -258,6 +258,7 @@ class SessionSerializer(serializers.ModelSerializer):
             "cwd",
             "project",
             "model",
+            "trigger",
             "status",
             "started_at",
             "ended_at",
