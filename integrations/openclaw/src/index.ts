@@ -155,20 +155,19 @@ const runtimes = new WeakMap<object, SessionHubRuntime>();
 const queuesByDir = new Map<string, DiskQueue>();
 
 /**
- * Which sessions were asked for a preamble and which were started here, per
- * queue file (one gateway), shared by its runtimes: the gateway loads the
- * plugin more than once and may hand a session's start to one instance and
- * its prompt to another.
+ * Which sessions were asked for a preamble, per queue file (one gateway),
+ * shared by its runtimes in this process (the gateway loads the plugin more
+ * than once). What was started here is marked on disk (see ContinuityInjector).
  */
-const continuityStateByDir = new Map<string, { asked: Map<string, true>; started: Set<string> }>();
+const askedByDir = new Map<string, Map<string, true>>();
 
-function sharedContinuityState(config: SessionHubConfig): { asked: Map<string, true>; started: Set<string> } {
-  let shared = continuityStateByDir.get(config.queueDir);
-  if (!shared) {
-    shared = { asked: new Map<string, true>(), started: new Set<string>() };
-    continuityStateByDir.set(config.queueDir, shared);
+function sharedAsked(config: SessionHubConfig): Map<string, true> {
+  let asked = askedByDir.get(config.queueDir);
+  if (!asked) {
+    asked = new Map<string, true>();
+    askedByDir.set(config.queueDir, asked);
   }
-  return shared;
+  return asked;
 }
 
 function sharedQueue(config: SessionHubConfig, log: SafeLogger): DiskQueue {
@@ -309,7 +308,10 @@ export function createSessionHubRuntime(
     timeoutMs: config.timeoutMs,
     enabled: config.injectPreamble,
     gatewayId,
-    ...sharedContinuityState(config),
+    asked: sharedAsked(config),
+    // Across processes too: the gateway starts a session in one and runs its
+    // prompt hooks in another.
+    freshDir: join(config.queueDir, "started"),
   });
   const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
     const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId(), gateway: gatewayId };
