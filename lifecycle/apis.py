@@ -270,6 +270,7 @@ class SessionSerializer(serializers.ModelSerializer):
             "cwd",
             "project",
             "model",
+            "trigger",
             "status",
             "started_at",
             "ended_at",

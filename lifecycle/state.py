@@ -127,8 +127,9 @@ def apply(session: Session, event: FoldEvent) -> None:
         session.token_count = facts["token_count"]
     if facts.get("message_count") is not None:
         session.reported_message_count = facts["message_count"]
-    if facts.get("trigger") and session.trigger != USER_TRIGGER:
-        session.trigger = str(facts["trigger"])[:40]
+    # What started the run (not Claude Code's compaction "trigger", a fact of its own).
+    if facts.get("run_trigger") and session.trigger != USER_TRIGGER:
+        session.trigger = str(facts["run_trigger"])[:40]
 
     kind = event.kind
     if kind not in _COMPACTIONS:

@@ -12,7 +12,7 @@ What OpenClaw 2026.9 does that SessionHub's model does not, said here as plain f
   ``session_end {nextSessionId: <same id>}`` then ``session_start {resumedFrom: <same
   id>}``. That start carries ``opens_new_session``: a new session whatever the id.
 - A run carries ``ctx.trigger`` (``user``, ``heartbeat``, ``cron``...): the fact
-  ``trigger`` tells the user's own runs from background ones.
+  ``run_trigger`` tells the user's own runs from background ones.
 - ``agentId`` is ``main`` on every install: the agent is the gateway (the token's
   gateway name, plus the instance id the plugin sends) and the agent id.
 - The user's words on the agent/CLI path come from ``before_prompt_build`` (the plugin
@@ -213,7 +213,7 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
     # reason to refuse the event.
     trigger = _loose_str(ctx, "trigger", 40)
     if trigger:
-        facts["trigger"] = trigger
+        facts["run_trigger"] = trigger
     model = _loose_str(ctx, "modelId", 200) or _loose_str(event, "modelId", 200)
     if model:
         facts["model"] = model

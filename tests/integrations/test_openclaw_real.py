@@ -198,6 +198,18 @@ def plugin_package(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
+def gateway(tmp_path: Path, openclaw_bin: Path) -> Iterator[Gateway]:
+    """An install of its own; its gateway process never outlives the test."""
+    install = Gateway(tmp_path / "openclaw", node24(), openclaw_bin)
+    try:
+        yield install
+    finally:
+        if install.proc is not None and install.proc.poll() is None:
+            install.proc.kill()
+            install.proc.wait(timeout=60)
+
+
+@pytest.fixture
 def mock_model() -> Iterator[MockModel]:
     model = MockModel().start()
     yield model
@@ -281,16 +293,14 @@ def _no_secrets(where: str, text: str) -> None:
 
 
 def test_the_real_gateway_end_to_end(
-    openclaw_bin: Path,
+    gateway: Gateway,
     plugin_package: Path,
     mock_model: MockModel,
     sessionhub: DevServer,
     team: Team,
     make_token: Callable[..., Any],
-    tmp_path: Path,
 ) -> None:
     api_token, raw_token = make_token(team)
-    gateway = Gateway(tmp_path / "openclaw", node24(), openclaw_bin)
     _configure(gateway, mock_model, sessionhub.url)
 
     # --- install as the docs say --------------------------------------------------------

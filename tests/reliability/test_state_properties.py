@@ -280,11 +280,16 @@ def deliveries(draw: Any, n: int) -> list[list[int]]:
 STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
 
 
+# Activity on a suspended session resumes it (OpenClaw sends no resume after a restart).
+ACTIVITY = (EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END)
+
+
 def model_status(log: list[tuple[datetime, int, str, str]]) -> tuple[str, datetime | None]:
     """The lifecycle as the design states it, from (time, order, kind, reason) in time
     order (ties in the order the fold takes them):
     (status, ended_at). A resume stamped after the end reopens the session; nothing else
-    does, and ``ended_at`` is the end that closed it last."""
+    does, and ``ended_at`` is the end that closed it last. Activity on a suspended session
+    resumes it."""
     status, started, ended_at = SessionStatus.ACTIVE, False, None
     for at, _, kind, reason in sorted(log):
         if status in (SessionStatus.ENDED, SessionStatus.CRASHED):
@@ -299,6 +304,8 @@ def model_status(log: list[tuple[datetime, int, str, str]]) -> tuple[str, dateti
             started = True
         elif kind == EventKind.SESSION_SUSPEND and status == SessionStatus.ACTIVE:
             status = SessionStatus.SUSPENDED
+        elif kind in ACTIVITY and status == SessionStatus.SUSPENDED:
+            status = SessionStatus.ACTIVE  # the agent at work again: a resume
         elif kind == EventKind.SESSION_END:
             status = SessionStatus.CRASHED if reason == "crashed" else SessionStatus.ENDED
             ended_at = at

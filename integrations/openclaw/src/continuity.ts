@@ -8,6 +8,9 @@
  * "user": a heartbeat, cron) is never given one; the whole exchange is
  * bounded by `timeoutMs`, and any failure injects nothing.
  */
+import { createHash } from "node:crypto";
+import { mkdirSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import type { HttpResult, SessionHubClient } from "./client.js";
 import type { Forwarder, SafeLogger } from "./forwarder.js";
 
@@ -48,6 +51,13 @@ export interface ContinuityOptions {
    * and may hand a session's start to one instance and its prompt to another.
    */
   asked?: Map<string, true>;
+  /**
+   * Where "this session was started here" marks are kept: one empty file per
+   * session. A file, because the gateway runs a session's start (or reset) and
+   * its runs' prompt hooks in different processes with their own plugin
+   * instances. Unset: kept in memory.
+   */
+  freshDir?: string;
 }
 
 /** Longest prompt text sent along (the prompt can carry reconstructed history). */
@@ -76,6 +86,8 @@ export class ContinuityInjector {
   private readonly memory: number;
   private readonly gatewayId: string | undefined;
   private readonly asked: Map<string, true>;
+  private readonly started = new Set<string>();
+  private readonly freshDir: string | undefined;
   private listeners: Array<(report: ContinuityReport) => void> = [];
 
   constructor(options: ContinuityOptions) {
@@ -87,11 +99,57 @@ export class ContinuityInjector {
     this.memory = Math.max(1, options.memory ?? 10_000);
     this.gatewayId = options.gatewayId;
     this.asked = options.asked ?? new Map<string, true>();
+    this.freshDir = options.freshDir;
+  }
+
+  private freshFile(sessionId: string): string | undefined {
+    if (!this.freshDir) return undefined;
+    const name = /^[A-Za-z0-9._-]{1,100}$/.test(sessionId)
+      ? sessionId
+      : createHash("sha256").update(sessionId).digest("hex");
+    return join(this.freshDir, name);
+  }
+
+  /** Take the session's "started here" mark; true when it had one (only one taker wins). */
+  private takeFresh(sessionId: string): boolean {
+    const inMemory = this.started.delete(sessionId);
+    const file = this.freshFile(sessionId);
+    if (!file) return inMemory;
+    try {
+      unlinkSync(file);
+      return true;
+    } catch {
+      return inMemory;
+    }
+  }
+
+  /**
+   * The gateway started this session (fresh, or reset in place): its history
+   * may already hold background turns (a heartbeat that ran first), yet the
+   * user's first prompt is a new session's first.
+   */
+  sessionStarted(sessionId: string): void {
+    this.asked.delete(sessionId);
+    this.started.add(sessionId);
+    const file = this.freshFile(sessionId);
+    if (file) {
+      try {
+        mkdirSync(this.freshDir!, { recursive: true, mode: 0o700 });
+        writeFileSync(file, "", { mode: 0o600 });
+      } catch (err) {
+        this.log.debug(`could not mark session ${sessionId} as started: ${String(err)}`);
+      }
+    }
+    while (this.started.size > this.memory) {
+      const oldest = this.started.values().next().value;
+      if (oldest === undefined) break;
+      this.started.delete(oldest);
+    }
   }
 
   /** The session was reset in place: its next prompt is a new session's first. */
   forget(sessionId: string): void {
-    this.asked.delete(sessionId);
+    this.sessionStarted(sessionId);
   }
 
   onReport(listener: (report: ContinuityReport) => void): void {
@@ -114,11 +172,17 @@ export class ContinuityInjector {
       if (typeof trigger === "string" && trigger !== "" && trigger !== "user") return this.finish(report, "background-run");
       const key = report.sessionId ?? (report.sessionKey ? `key:${report.sessionKey}` : null);
       if (!key) return this.finish(report, "no-session");
-      if (this.asked.has(key)) return this.finish(report, "already-asked");
+      // Started (or reset in place) by this gateway and not asked since: the
+      // user's first prompt, whatever ran before it (a heartbeat) and whatever
+      // this process remembers from before a reset.
+      const fresh = this.takeFresh(key);
+      if (!fresh && this.asked.has(key)) return this.finish(report, "already-asked");
       // Remember before awaiting, so a second prompt hook firing meanwhile
-      // (before_agent_start next to before_prompt_build) does not ask again.
+      // does not ask again.
       this.remember(key);
-      if (hasEarlierAssistantTurn(e.messages)) return this.finish(report, "resumed-session");
+      // An assistant turn in the history of a session not started here: one
+      // that goes on after a gateway restart, not a first prompt.
+      if (!fresh && hasEarlierAssistantTurn(e.messages)) return this.finish(report, "resumed-session");
 
       const returned = await this.withDeadline(this.ask(report, e), report);
       report.returned = returned;

@@ -154,7 +154,11 @@ const runtimes = new WeakMap<object, SessionHubRuntime>();
  */
 const queuesByDir = new Map<string, DiskQueue>();
 
-/** Sessions already asked for a preamble, per queue file (one gateway), shared by its runtimes. */
+/**
+ * Which sessions were asked for a preamble, per queue file (one gateway),
+ * shared by its runtimes in this process (the gateway loads the plugin more
+ * than once). What was started here is marked on disk (see ContinuityInjector).
+ */
 const askedByDir = new Map<string, Map<string, true>>();
 
 function sharedAsked(config: SessionHubConfig): Map<string, true> {
@@ -305,6 +309,9 @@ export function createSessionHubRuntime(
     enabled: config.injectPreamble,
     gatewayId,
     asked: sharedAsked(config),
+    // Across processes too: the gateway starts a session in one and runs its
+    // prompt hooks in another.
+    freshDir: join(config.queueDir, "started"),
   });
   const submit = (hook: string, event: JsonValue, ctx: JsonValue): ForwardRecord => {
     const record: ForwardRecord = { hook, event, ctx, ts: now(), eventId: newEventId(), gateway: gatewayId };
@@ -334,10 +341,9 @@ export function createSessionHubRuntime(
     if (!isRecord(event)) return;
     const c = isRecord(ctx) ? ctx : {};
     const id = typeof event.sessionId === "string" ? event.sessionId : typeof c.sessionId === "string" ? c.sessionId : "";
-    const same =
-      (hook === "session_end" && event.nextSessionId === id) ||
-      (hook === "session_start" && event.resumedFrom === id);
-    if (id && same) continuity.forget(id);
+    if (!id) return;
+    if (hook === "session_start") continuity.sessionStarted(id);
+    else if (event.nextSessionId === id) continuity.forget(id);
   };
 
   const runtime: SessionHubRuntime = {
@@ -536,6 +542,11 @@ export function registerSessionHub(
     // Only a live gateway load ("full") may start background work; discovery,
     // setup and CLI-metadata loads just see the registrations.
     const mode = api.registrationMode;
+    if (mode !== undefined && mode !== "full") {
+      // A CLI command's metadata load: it must not touch the gateway's queue
+      // file when that process exits.
+      liveRuntimes.delete(runtime);
+    }
     if (mode === undefined || mode === "full") {
       runtime.forwarder.start();
       log.info(

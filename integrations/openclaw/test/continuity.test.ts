@@ -248,3 +248,26 @@ test("a long prompt is cut before it is sent", async () => {
     }
   });
 });
+
+test("a heartbeat that ran first after /new does not make the user's first prompt a resumed session", async () => {
+  await withServer(async (server) => {
+    server.defaultPreamble = PREAMBLE;
+    const h = setupPlugin(server.url, server.token);
+    try {
+      h.api.handler("session_end")({ sessionId: "hb", reason: "new", nextSessionId: "hb" }, ctxFor("hb"));
+      h.api.handler("session_start")({ sessionId: "hb", resumedFrom: "hb" }, ctxFor("hb"));
+      const build = h.api.handler("before_prompt_build");
+      assert.equal(await build({ prompt: "HEARTBEAT", messages: [] }, { ...ctxFor("hb"), trigger: "heartbeat" }), undefined);
+      const history = [
+        { role: "user", content: "HEARTBEAT" },
+        { role: "assistant", content: "HEARTBEAT_OK" },
+      ];
+      assert.deepEqual(await build({ prompt: "mine", messages: history }, ctxFor("hb")), { prependContext: PREAMBLE });
+      // Without a start seen here (a gateway restart), the same history means resumed.
+      assert.equal(await build({ prompt: "x", messages: history }, ctxFor("restarted")), undefined);
+      assert.equal(server.continuityRequests().length, 1);
+    } finally {
+      h.cleanup();
+    }
+  });
+});
