@@ -292,7 +292,10 @@ class ContinuityRequestSerializer(serializers.Serializer):
     agent_id = StrictCharField(max_length=200, required=False, allow_blank=True)
     session_key = StrictCharField(max_length=300, required=False, allow_blank=True)
     keywords = serializers.ListField(
-        child=StrictCharField(max_length=100), required=False, max_length=200
+        # A blank keyword is allowed and ignored, as the published schema says.
+        child=StrictCharField(max_length=100, allow_blank=True),
+        required=False,
+        max_length=200,
     )
     prompt = StrictCharField(required=False, allow_blank=True, max_length=100_000)
     event = serializers.JSONField(

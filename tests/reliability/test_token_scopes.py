@@ -124,6 +124,7 @@ def test_an_ingest_only_token_gets_the_preamble_and_nothing_else(
         "inherited_pins",
         "keywords",
         "created_at",
+        "stage",
     }
     # Around it: the pin by id, the prior session by continuing from it, its memory.
     new = answer.json()["session_id"]
