@@ -102,6 +102,7 @@ class Gateway:
         self.port = free_port()
         self.log_path = root / "gateway.log"
         self.proc: subprocess.Popen[bytes] | None = None
+        self.groups: list[int] = []  # process groups of every gateway started
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("SESSIONHUB_", "NODE_"))}
         self.env = keep | {
             "HOME": str(self.home),
@@ -142,7 +143,9 @@ class Gateway:
                 cwd=self.root,
                 stdout=log,
                 stderr=subprocess.STDOUT,
+                start_new_session=True,  # its helpers in one group, for the teardown
             )
+        self.groups.append(self.proc.pid)
         proc = self.proc
 
         def ready() -> bool:
@@ -204,9 +207,11 @@ def gateway(tmp_path: Path, openclaw_bin: Path) -> Iterator[Gateway]:
     try:
         yield install
     finally:
-        if install.proc is not None and install.proc.poll() is None:
-            install.proc.kill()
-            install.proc.wait(timeout=60)
+        for group in install.groups:
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 @pytest.fixture
@@ -413,7 +418,7 @@ def test_the_real_gateway_end_to_end(
     wait_for(
         "the outage's turn",
         lambda: (
-            LifecycleEvent.objects.filter(facts__text__contains="During the outage").exists()
+            LifecycleEvent.objects.filter(facts__text__icontains="During the outage").exists()
             and not gateway.queued()
         ),
     )
