@@ -26,6 +26,7 @@ npm must be reachable: installing fails the test loudly, it never skips.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -208,10 +209,8 @@ def gateway(tmp_path: Path, openclaw_bin: Path) -> Iterator[Gateway]:
         yield install
     finally:
         for group in install.groups:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(group, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
 
 @pytest.fixture
