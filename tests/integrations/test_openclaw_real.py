@@ -161,9 +161,13 @@ class Gateway:
         self.proc.wait(timeout=180)
         self.proc = None
 
-    def turn(self, message: str, *, local: bool = False) -> str:
+    def turn(self, message: str, *, local_with_token: str | None = None) -> str:
+        """One turn through the gateway; or, with a token, ``agent --local`` (the plugin
+        runs in the CLI's own process, which reads ``${SESSIONHUB_TOKEN}`` itself)."""
         args = ["agent", "--agent", "main", "-m", message, "--json"]
-        return self.cli(*args, "--local") if local else self.cli(*args)
+        if local_with_token is None:
+            return self.cli(*args)
+        return self.cli(*args, "--local", env=self.env | {"SESSIONHUB_TOKEN": local_with_token})
 
     def call(self, method: str, params: dict[str, Any]) -> str:
         return self.cli(
@@ -433,7 +437,7 @@ def test_the_real_gateway_end_to_end(
         # Seen with 2026.9.6 after an in-process restart: a SIGTERM sends no session_end
         # at all, so there is nothing to deliver; the crash sweep closes the session.
         assert new.status == SessionStatus.ACTIVE
-    gateway.turn("A local run without the gateway", local=True)
+    gateway.turn("A local run without the gateway", local_with_token=raw_token)
     assert LifecycleEvent.objects.filter(facts__text="A local run without the gateway").exists()
     assert not gateway.queued(), "delivered as the local run's process exited"
 
