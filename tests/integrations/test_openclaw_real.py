@@ -385,7 +385,11 @@ def test_the_real_gateway_end_to_end(
         lambda: _requests_with(mock_model, "Heartbeat check of the deploy queue"),
     )
     assert all("SESSION CONTINUITY" not in json.dumps(r) for r in heartbeat), "no preamble"
-    gateway.turn("Back to the orders dashboard index: what should we do next?")
+    # A secret in the first prompt of a session whose preamble is asked with a working
+    # token: the prompt goes to the continuity endpoint too (issue 14, item 1).
+    gateway.turn(
+        f"Back to the orders dashboard index: what should we do next? The CI uses {GITHUB_TOKEN}"
+    )
     asked = _requests_with(mock_model, "what should we do next?")
     assert any("[SESSION CONTINUITY" in json.dumps(r) for r in asked), "a preamble after /new"
     old, new = _chain(session_id)
@@ -447,19 +451,18 @@ def test_the_real_gateway_end_to_end(
     assert compactions.exists() or Session.objects.filter(compaction_count__gt=0).exists()
 
     # --- 6. no secret anywhere --------------------------------------------------------------
-    dump = serializers.serialize(
-        "json",
-        [*Session.objects.all(), *LifecycleEvent.objects.all(), *ContinuityRecord.objects.all()],
-    )
     for model in (
+        Session,
+        LifecycleEvent,
+        ContinuityRecord,
         memory_models.Summary,
         memory_models.SessionFeatures,
         memory_models.StreamTail,
         memory_models.Observation,
         memory_models.Pin,
     ):
-        dump += serializers.serialize("json", model.objects.all())
-    _no_secrets("the database", dump)
+        for row in model.objects.all():
+            _no_secrets(f"{model._meta.label} {row.pk}", serializers.serialize("json", [row]))
     headers = {"Authorization": f"Bearer {raw_token}"}
     base = f"{sessionhub.url}/api/v1"
     answers = [requests.get(f"{base}/sessions?limit=100", headers=headers, timeout=30)]
