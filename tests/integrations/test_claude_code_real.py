@@ -272,7 +272,10 @@ def test_sessions_preamble_resume_continue_and_compaction(rig: Rig) -> None:
     second = rig.session_ids()[1]
     record = wait_for(
         "the continuity record",
-        lambda: ContinuityRecord.objects.filter(session__external_id=second).first(),
+        # The preamble SessionStart asked for (the first prompt may ask again, by relevance).
+        lambda: ContinuityRecord.objects.filter(
+            session__external_id=second, stage=ContinuityRecord.Stage.START
+        ).first(),
     )
     assert record.preamble and "task-777" in record.preamble
     sent = json.dumps([b.get("messages") for b in rig.requests_of(second)])
