@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("SESSIONHUB_NPM_CACHE", REPO / ".cache" / "npm"))
+CACHE = Path(os.environ.get("SESSIONHUB_NPM_CACHE") or REPO / ".cache" / "npm")
 NODE_VERSION = "24.21.0"
 NPM_TIMEOUT = 900
 
