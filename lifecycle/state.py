@@ -52,6 +52,11 @@ FOLD_FIELDS = (
 
 _STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
 _COMPACTIONS = {EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER}
+# Events that may land inside a compaction without ending it: a tool use, notification or
+# other hook of the turn before, sent by an asynchronous hook and stamped late. Anything
+# else (a prompt, a turn's end, a start or end) means the compaction is over, so a later
+# "after" is another compaction.
+_DURING_COMPACTION = _COMPACTIONS | {EventKind.TOOL_USE, EventKind.NOTIFICATION, EventKind.OTHER}
 # The agent at work: on a suspended session, proof that it is back.
 _ACTIVITY = {EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END}
 
@@ -132,7 +137,7 @@ def apply(session: Session, event: FoldEvent) -> None:
         session.trigger = str(facts["run_trigger"])[:40]
 
     kind = event.kind
-    if kind not in _COMPACTIONS:
+    if kind not in _DURING_COMPACTION:
         session.in_compaction = False
 
     if kind == EventKind.PROMPT:
