@@ -654,6 +654,23 @@ def current_keywords(session: Session, keywords: list[str] | None, prompt: str) 
     Redacted before anything else: keywords are stored in the record and echoed in the
     answer, and a secret lowercased is still a secret.
     """
+    return {word for word in _keywords_as_given(session, keywords, prompt) if _topic_like(word)}
+
+
+# A keyword is kept in the record and echoed in the answer, so beyond redaction only words
+# shaped like topics are kept: a long word with a digit, or one whose case flips again and
+# again (``eyJzdWIiOi``), is a token or a piece of one, never what a session is about.
+_TOKEN = re.compile(r"[A-Za-z0-9_]+")
+_CASE_FLIP = re.compile(r"[a-z][A-Z]")
+_DIGIT = re.compile(r"\d")
+
+
+def _topic_like(word: str) -> bool:
+    return not (len(word) >= 12 and _DIGIT.search(word)) and len(_CASE_FLIP.findall(word)) < 3
+
+
+def _keywords_as_given(session: Session, keywords: list[str] | None, prompt: str) -> set[str]:
+    """The keywords before the shape check (lower case is applied after it)."""
     if keywords:
         words = [k for k in keywords if isinstance(k, str) and k.strip()]
         # Redacted one by one and together: a client that splits a prompt into words also
@@ -664,12 +681,19 @@ def current_keywords(session: Session, keywords: list[str] | None, prompt: str) 
             clean = redact_text(keyword)
             if clean == keyword and keyword not in together:
                 continue  # redacted in its context: the word was (part of) a secret
-            clean = feature_lib.without_markers(clean).strip().lower()
-            if clean:
-                found.add(clean)
+            clean = feature_lib.without_markers(clean).strip()
+            if clean and _topic_like(clean):
+                found.add(clean.lower())
         return found
     if prompt:
-        return feature_lib.keyword_set(redact_text(prompt))
+        text = redact_text(prompt)
+        # The shape check needs the words' own case, which keyword_set lowers.
+        tokens = {m.group(0).lower() for m in _TOKEN.finditer(text) if not _topic_like(m.group(0))}
+        return {
+            word
+            for word in feature_lib.keyword_set(text)
+            if not tokens.intersection(_TOKEN.findall(word))
+        }
     features = _features(session)
     return {t for t in features.hot_topics if not _MARKER_TOPIC.match(t)} if features else set()
 
