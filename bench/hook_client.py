@@ -297,6 +297,10 @@ def main() -> int:
                 if name == "SessionStart":
                     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
                     assert context == PREAMBLE, out
+                elif name == "UserPromptSubmit" and out:
+                    # The session's first prompt asks continuity by relevance and adds it.
+                    printed = json.loads(out)["hookSpecificOutput"]
+                    assert printed["hookEventName"] == "UserPromptSubmit", out
                 elif out:
                     raise SystemExit(f"{name} printed {out!r}")
                 if round_ >= args.warmup:
