@@ -36,11 +36,16 @@ test: install ## Run the whole test suite (PostgreSQL and Redis when they answer
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: install ## ruff check and format check, Django checks, migrations up to date
+lint: install ## ruff check and format check, mypy, Django checks, migrations up to date
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py makemigrations --check --dry-run
+
+.PHONY: typecheck
+typecheck: install ## mypy with the Django and DRF plugins (configured in pyproject.toml)
+	$(BIN)/mypy
 
 .PHONY: format
 format: install ## Format the code with ruff
