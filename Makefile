@@ -35,6 +35,19 @@ run: install .env ## Run SessionHub embedded (SQLite, tasks in-process) on http:
 test: install ## Run the whole test suite (PostgreSQL and Redis when they answer)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+# What the embedded default runs (SQLite, tasks in-process, no Redis): ingest, the state
+# fold, continuity and memory, against a SQLite file as `make run` uses one.
+SQLITE_TESTS := tests/lifecycle tests/memory tests/sessionhub tests/reliability/test_state_properties.py \
+	--ignore=tests/memory/test_secrets_everywhere.py --ignore=tests/memory/test_worker.py \
+	--deselect=tests/lifecycle/test_outages.py::test_broker_down_events_stored_and_the_outbox_catches_up
+
+.PHONY: test-sqlite
+test-sqlite: install ## The embedded default's leg: ingest, state and continuity on SQLite, no Redis
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	env DATABASE_URL="sqlite:///$$tmp/sessionhub.sqlite3" REDIS_URL= \
+		SESSIONHUB_TEST_SQLITE_FILE="$$tmp/test.sqlite3" \
+		$(BIN)/python -m pytest -p no:cacheprovider $(SQLITE_TESTS) $(PYTEST_ARGS)
+
 .PHONY: lint
 lint: install ## ruff check and format check, mypy, Django checks, migrations up to date
 	$(BIN)/ruff check .

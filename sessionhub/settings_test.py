@@ -39,7 +39,11 @@ from .settings import *  # noqa: E402, F403
 from .settings import CACHES, DATABASES, REDIS_URL  # noqa: E402
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
+    # An in-memory database by default; SESSIONHUB_TEST_SQLITE_FILE names a file instead,
+    # as the embedded default runs (threads of the live-server tests then see real locking).
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.environ.get("SESSIONHUB_TEST_SQLITE_FILE") or ":memory:"
+    }
 else:
     # One test database per run, so two suites on one machine never drop each other's.
     DATABASES["default"]["TEST"] = {"NAME": f"test_sessionhub_{os.getpid()}"}
