@@ -104,7 +104,7 @@ def column_chart(
         every = max(1, math.ceil(n / 12))
         for i, label in enumerate(labels):
             x = LEFT + i * slot + (slot - bar_w) / 2
-            base = TOP + plot_h
+            base: float = TOP + plot_h
             parts = [f"{escape(label)}: {_number(totals[i])}{unit}"]
             for s in series:
                 value = s.values[i]

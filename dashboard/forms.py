@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -46,8 +46,9 @@ class SessionFilterForm(forms.Form):
 
     def __init__(self, *args: Any, agents: list[Agent], channels: list[str], **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.fields["agent"].choices = ANY + [(str(a.pk), a.name or a.external_id) for a in agents]
-        self.fields["channel"].choices = ANY + [(c, c) for c in channels]
+        agent_field = cast(forms.ChoiceField, self.fields["agent"])
+        agent_field.choices = ANY + [(str(a.pk), a.name or a.external_id) for a in agents]
+        cast(forms.ChoiceField, self.fields["channel"]).choices = ANY + [(c, c) for c in channels]
 
     def filters(self) -> dict[str, Any]:
         """The valid filters only; an invalid field counts as not set."""

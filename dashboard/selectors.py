@@ -45,6 +45,7 @@ from memory.pins import active_pins
 from sessionhub.models import Team
 
 from . import charts
+from .charts import Chart
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -78,7 +79,7 @@ def user_teams(user: User) -> list[Team]:
     """The teams a user is a member of, by name."""
     if not user.is_authenticated:
         return []
-    return list(Team.objects.filter(memberships__user=user).order_by("name", "pk"))
+    return list(Team.objects.filter(memberships__user_id=user.pk).order_by("name", "pk"))
 
 
 def team_pick(teams: Sequence[Team], slug: str | None) -> Team | None:
@@ -87,6 +88,9 @@ def team_pick(teams: Sequence[Team], slug: str | None) -> Team | None:
         if team.slug == slug:
             return team
     return teams[0] if teams else None
+
+
+_NO_UUID = uuid.UUID(int=0)  # a key no row has
 
 
 def _as_uuid(value: object) -> uuid.UUID | None:
@@ -183,8 +187,9 @@ def sessions_filter(
 ) -> QuerySet[Session]:
     """The team's sessions narrowed by the list's filters and full-text search, sorted."""
     sessions = Session.objects.filter(team=team).select_related("agent")
+    agent_pk = _as_uuid(agent) if agent else None
     if agent:
-        sessions = sessions.filter(agent_id=_as_uuid(agent))
+        sessions = sessions.filter(agent_id=agent_pk) if agent_pk else sessions.none()
     if status:
         sessions = sessions.filter(status=status)
     if channel:
@@ -294,7 +299,7 @@ COMPACTION_BUCKETS: list[tuple[str, int, int | None]] = [
     ("4", 4, 4),
     ("5+", 5, None),
 ]
-STATUS_CSS = {
+STATUS_CSS: dict[str, str] = {
     SessionStatus.ACTIVE: "s-active",
     SessionStatus.SUSPENDED: "s-suspended",
     SessionStatus.ENDED: "s-ended",
@@ -310,8 +315,8 @@ class Overview:
     days: int
     since: datetime
     counts: dict[str, int]
-    charts: list[charts.Chart]
-    top: list[charts.Chart]
+    charts: list[Chart]
+    top: list[Chart]
     crashed: list[Session]
 
 
@@ -630,7 +635,7 @@ def continuity_records(session: Session) -> list[RecordView]:
     views = []
     for record in records:
         candidates = [
-            CandidateView(c, known.get(_as_uuid(c.get("session_id"))))
+            CandidateView(c, known.get(_as_uuid(c.get("session_id")) or _NO_UUID))
             for c in record.candidates or []
             if isinstance(c, dict)
         ]

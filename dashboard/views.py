@@ -23,6 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import pins as pin_services
+from sessionhub.audit import admin_user_id
 from sessionhub.errors import ApiError, error_body
 from sessionhub.models import Team
 
@@ -161,7 +162,7 @@ def _agent_page(
     if failed and failed[0] not in {pin.pk for pin in detail.pins}:
         # The pin is no longer on the page (unpinned meanwhile): say why it was refused.
         for error in failed[1].non_field_errors():
-            messages.error(request, error)
+            messages.error(request, str(error))
     edits = []
     for pin in detail.pins:
         if failed and failed[0] == pin.pk:
@@ -187,7 +188,7 @@ def _agent_page(
 def _audit(request: MemberRequest, obj: Any, flag: int, message: str) -> None:
     # Pin edits from the dashboard land in the same audit log as admin changes.
     LogEntry.objects.log_actions(
-        user_id=request.user.pk,
+        user_id=admin_user_id(request),
         queryset=[obj],
         action_flag=flag,
         change_message=message,

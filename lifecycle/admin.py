@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -25,6 +25,7 @@ from django.utils.functional import cached_property
 from django.utils.html import format_html
 
 from sessionhub.admin import TeamScopedAdmin
+from sessionhub.audit import admin_user_id
 from sessionhub.errors import ApiError
 
 from .models import Agent, LifecycleEvent, Session
@@ -39,7 +40,8 @@ class EstimatedCountPaginator(Paginator):
 
     @cached_property
     def count(self) -> int:
-        queryset = self.object_list
+        # The admin's change list hands this paginator a queryset.
+        queryset = cast(QuerySet, self.object_list)
         if connection.vendor == "postgresql" and not queryset.query.where:
             with connection.cursor() as cursor:
                 cursor.execute(
@@ -74,7 +76,7 @@ class AgentAdmin(TeamScopedAdmin):
 
 class EventInline(admin.TabularInline):
     model = LifecycleEvent
-    fields = ["occurred_at", "kind", "hook", "phase", "event_id"]
+    fields = ("occurred_at", "kind", "hook", "phase", "event_id")
     readonly_fields = fields
     extra = 0
     max_num = 0
@@ -106,7 +108,7 @@ class ContinueForm(forms.Form):
             .select_related("agent")
             .order_by("-started_at", "-id")[:CONTINUE_CHOICES]
         )
-        self.fields["target"].choices = [("", "—")] + [
+        cast(forms.ChoiceField, self.fields["target"]).choices = [("", "—")] + [
             (
                 str(s.pk),
                 f"{s.external_id} · {s.agent} · {s.get_status_display()}"
@@ -118,7 +120,7 @@ class ContinueForm(forms.Form):
         ]
 
     def clean(self) -> dict[str, Any]:
-        cleaned = super().clean()
+        cleaned = super().clean() or {}
         wanted = (cleaned.get("target_id") or "").strip() or cleaned.get("target") or ""
         if not wanted:
             raise forms.ValidationError("Choose the session that continues.")
@@ -173,7 +175,7 @@ class SessionAdmin(TeamScopedAdmin):
 
     def _log(self, request: HttpRequest, sessions: list[Session], message: str) -> None:
         LogEntry.objects.log_actions(
-            user_id=request.user.pk,
+            user_id=admin_user_id(request),
             queryset=sessions,
             action_flag=CHANGE,
             change_message=message,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC
-from typing import Any
+from typing import Any, cast
 
 import django_filters
 from django.conf import settings
@@ -20,6 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from sessionhub.authentication import caller
 from sessionhub.errors import NotFound, PayloadTooLarge, ValidationFailed, error_body
 
 from . import selectors, services
@@ -28,7 +29,7 @@ from .models import EndReason, LifecycleEvent, Session, SessionStatus, Source
 
 # --- ingestion ---------------------------------------------------------------------------
 
-_RESULT_FIELDS = {
+_RESULT_FIELDS: dict[str, serializers.Field] = {
     "index": serializers.IntegerField(),
     "status": serializers.ChoiceField(["accepted", "duplicate", "rejected"]),
     "event_id": serializers.CharField(required=False),
@@ -85,7 +86,7 @@ class _IngestView(APIView):
             raise PayloadTooLarge(f"A batch holds at most {limit} events", code="batch_too_large")
         if not bodies:
             raise ValidationFailed("The batch is empty", code="empty_batch")
-        token = request.user.token
+        token = caller(request).token
         results = services.events_ingest(
             team=token.team, bodies=bodies, adapter=services.adapter_for(self.source, token)
         )
@@ -250,7 +251,8 @@ class AgentRefSerializer(serializers.Serializer):
     id = serializers.UUIDField()
     external_id = serializers.CharField()
     name = serializers.CharField()
-    source = serializers.CharField()
+    # A field named like DRF's Field.source attribute, which the stubs type as a string.
+    source = serializers.CharField()  # type: ignore[assignment]
 
 
 class SessionSerializer(serializers.ModelSerializer):
@@ -337,31 +339,30 @@ class SessionDetailSerializer(SessionSerializer):
     TIMELINE_LIMIT = 1000
 
     def _events(self, session: Session) -> list[LifecycleEvent]:
-        cache = self.context.setdefault("_events", {})
+        # DRF passes the context as a dict; the stubs declare a read-only Mapping.
+        cache = cast(dict[Any, Any], self.context).setdefault("_events", {})
         if session.pk not in cache:
             cache[session.pk] = list(selectors.events_for_session(session)[: self.TIMELINE_LIMIT])
         return cache[session.pk]
 
     @extend_schema_field(EventSerializer(many=True))
-    def get_timeline(self, session: Session) -> list[dict[str, Any]]:
+    def get_timeline(self, session: Session) -> Any:
         return EventSerializer(self._events(session), many=True).data
 
     @extend_schema_field(SuspendSpanSerializer(many=True))
-    def get_suspend_spans(self, session: Session) -> list[dict[str, Any]]:
+    def get_suspend_spans(self, session: Session) -> Any:
         spans = selectors.suspend_spans(self._events(session))
         return SuspendSpanSerializer(spans, many=True).data
 
     @extend_schema_field(ChainLinkSerializer(many=True))
-    def get_chain(self, session: Session) -> list[dict[str, Any]]:
+    def get_chain(self, session: Session) -> Any:
         return ChainLinkSerializer(selectors.session_chain(session), many=True).data
 
 
-class _TeamScoped:
-    request: Request
-
+class _TeamScoped(APIView):
     @property
     def team(self) -> Any:
-        return self.request.user.team
+        return caller(self.request).team
 
 
 class SessionListApi(_TeamScoped, generics.ListAPIView):

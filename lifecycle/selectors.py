@@ -138,11 +138,11 @@ def session_chain(session: Session, *, limit: int = 50) -> list[Session]:
         if cursor.previous_session_id and cursor.previous_session_id not in seen:
             return linked.get(cursor.previous_session_id)
         unseen = (s for s in continued_from[cursor.pk] if s.pk not in seen)
-        return (newest_first(unseen, "ended_at") or [None])[0]
+        return next(iter(newest_first(unseen, "ended_at")), None)
 
     def after(cursor: Session) -> Session | None:
         unseen = (s for s in next_sessions[cursor.pk] if s.pk not in seen)
-        following = (newest_first(unseen, "started_at") or [None])[0]  # Session's ordering
+        following = next(iter(newest_first(unseen, "started_at")), None)  # Session's ordering
         if following is None and cursor.continued_by_id and cursor.continued_by_id not in seen:
             following = linked.get(cursor.continued_by_id)
         return following

@@ -16,13 +16,13 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 import orjson
 import psycopg
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Case, CharField, Q, Value, When
+from django.db.models import Case, CharField, Field, Model, Q, Value, When
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
@@ -290,9 +290,9 @@ def events_store(
             session_refold(session)  # adopted events may lie anywhere in its past
         else:
             _advance(session, new_events)
-        for event in new_events:  # the successor it names; _Linking links the two
-            if event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
-                session.successor_external_id = event.facts["next_session_id"]
+        for fold in new_events:  # the successor it names; _Linking links the two
+            if fold.kind == EventKind.SESSION_END and fold.facts.get("next_session_id"):
+                session.successor_external_id = fold.facts["next_session_id"]
         closed = was_open and not session.is_open
         if closed:
             pins_release(session, session.ended_at)
@@ -366,12 +366,31 @@ def _session_params(session: Session, fields: Sequence[Any]) -> list[Any]:
     return [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
 
 
+def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field]:
+    """The model's fields of these names, each a column of its table."""
+    fields = [model._meta.get_field(name) for name in names]
+    for field in fields:
+        assert isinstance(field, Field) and field.column, field  # a column, not a relation
+    return cast(list[Field], fields)
+
+
+def column_of(field: Field) -> str:
+    """A concrete field's column name (the stubs allow None, which only relations have)."""
+    assert field.column, field
+    return field.column
+
+
+@functools.cache
+def _session_attnames() -> list[str]:
+    return [f.attname for f in Session._meta.concrete_fields]
+
+
 @functools.cache
 def _session_update(vendor: str) -> tuple[str, list[Any]]:
     """``session_write``'s statement and the fields it sets, built once per process."""
-    fields = [Session._meta.get_field(name) for name in _SESSION_WRITABLE]
+    fields = concrete_fields(Session, _SESSION_WRITABLE)
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+    assignments = ", ".join(f"{quote(column_of(f))} = %s" for f in fields)
     sql = f"UPDATE {quote(Session._meta.db_table)} SET {assignments} WHERE id = %s"  # noqa: S608 - constants only
     return sql, fields
 
@@ -387,14 +406,14 @@ def sessions_write(sessions: Sequence[Session]) -> None:
     """
     postgresql = connection.vendor == "postgresql"
     update_from = postgresql or (
-        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 33)
+        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 33)  # type: ignore[attr-defined]
     )
     if len(sessions) < 2 or not update_from:
         for session in sessions:
             session_write(session)
         return
     now = timezone.now()
-    fields = [Session._meta.pk, *(Session._meta.get_field(name) for name in _SESSION_WRITABLE)]
+    fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
     if postgresql:
         casts = [
             connection.ops.cast_char_field_without_max_length
@@ -411,8 +430,8 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         params.extend(_session_params(session, fields))
     quote = connection.ops.quote_name
     table = quote(Session._meta.db_table)
-    columns = ", ".join(quote(f.column) for f in fields)
-    assignments = ", ".join(f"{quote(f.column)} = v.{quote(f.column)}" for f in fields[1:])
+    columns = ", ".join(quote(column_of(f)) for f in fields)
+    assignments = ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH v ({columns}) AS (VALUES {', '.join([row] * len(sessions))}) "  # noqa: S608 - constants only
@@ -472,8 +491,10 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
                 if connection.queries_logged
                 else connection.make_cursor
             )
-            with wrap(raw) as cursor:
-                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])  # encoded already
+            # The stubs type the wrapped cursor as Django's own and its parameters as plain
+            # values; a psycopg cursor and its Jsonb adapter are what this one takes.
+            with wrap(raw) as cursor:  # type: ignore[arg-type]
+                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])  # type: ignore[list-item]
                 return {row[0] for row in cursor.fetchall()}
     params: list[Any] = []
     for row in rows:
@@ -491,11 +512,11 @@ def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
     """``insert_events``' statements, built once per process: the head and tail around
     VALUES, the whole statement from one JSON document (PostgreSQL only, else empty),
     and the fields in column order."""
-    fields = [LifecycleEvent._meta.get_field(name) for name in _INSERT_COLUMNS]
+    fields = concrete_fields(LifecycleEvent, _INSERT_COLUMNS)
     quote = connection.ops.quote_name
     head = (
         f"INSERT INTO {quote(LifecycleEvent._meta.db_table)} "
-        f"({', '.join(quote(f.column) for f in fields)}) "
+        f"({', '.join(quote(column_of(f)) for f in fields)}) "
     )
     tail = " ON CONFLICT (team_id, event_id) DO NOTHING RETURNING event_id"
     from_json = ""
@@ -667,7 +688,9 @@ def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[
     """
     meta = Session._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(f.column) for f in meta.concrete_fields)
+    columns = ", ".join(
+        quote(f.attname if f.column is None else f.column) for f in meta.concrete_fields
+    )
     match = " OR ".join(["(source = %s AND external_id = %s)"] * len(keys))
     lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
     sql = (
@@ -687,7 +710,7 @@ def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[
         for index, functions, column in converters:
             for convert in functions:
                 values[index] = convert(values[index], column, connection)
-        session = Session.from_db(connection.alias, None, values)
+        session = Session.from_db(connection.alias, _session_attnames(), values)
         found[(session.source, session.external_id)] = session
     return found
 

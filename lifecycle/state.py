@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from django.db.models import Field
+
 from .models import USER_TRIGGER, EndReason, EventKind, Session, SessionStatus
 
 FOLD_FIELDS = (
@@ -75,7 +77,9 @@ class FoldEvent:
 def reset(session: Session) -> None:
     """Back to the state before any event."""
     for name in FOLD_FIELDS:
-        setattr(session, name, Session._meta.get_field(name).get_default())
+        field = Session._meta.get_field(name)
+        assert isinstance(field, Field)  # FOLD_FIELDS are concrete columns
+        setattr(session, name, field.get_default())
 
 
 def _wake(session: Session, at: datetime) -> None:

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Source
+from sessionhub.authentication import caller
 from sessionhub.exceptions import NotFound, ServiceUnavailable
 from sessionhub.fields import StrictCharField
 from sessionhub.resilience import breaker_for, throttled
@@ -67,7 +68,8 @@ class PinSerializer(serializers.ModelSerializer):
 
 
 class PinInputSerializer(serializers.Serializer):
-    label = StrictCharField(max_length=pin_services.LABEL_MAX)
+    # ``label`` is also DRF's Field.label attribute, which the stubs type as a string.
+    label = StrictCharField(max_length=pin_services.LABEL_MAX)  # type: ignore[assignment]
     content = StrictCharField(
         max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False, default=""
     )
@@ -76,7 +78,9 @@ class PinInputSerializer(serializers.Serializer):
 
 
 class PinPatchSerializer(serializers.Serializer):
-    label = StrictCharField(max_length=pin_services.LABEL_MAX, required=False)
+    label = StrictCharField(  # type: ignore[assignment]  # as in PinInputSerializer
+        max_length=pin_services.LABEL_MAX, required=False
+    )
     content = StrictCharField(max_length=pin_services.CONTENT_MAX, allow_blank=True, required=False)
     priority = serializers.ChoiceField(Pin.Priority.choices, required=False)
 
@@ -88,7 +92,7 @@ class AgentListApi(APIView):
 
     @extend_schema(responses={200: AgentSerializer(many=True)})
     def get(self, request: Request) -> Response:
-        agents = Agent.objects.filter(team=request.user.team).order_by("name")
+        agents = Agent.objects.filter(team=caller(request).team).order_by("name")
         source = request.query_params.get("source")
         if source:
             agents = agents.filter(source=source if source in Source.values else "-")
@@ -99,7 +103,9 @@ class AgentListApi(APIView):
 
 
 def _agent(request: Request, agent_id: str) -> Agent:
-    agent = Agent.objects.filter(team=request.user.team, pk=_uuid_or_404(agent_id, "agent")).first()
+    agent = Agent.objects.filter(
+        team=caller(request).team, pk=_uuid_or_404(agent_id, "agent")
+    ).first()
     if agent is None:
         raise NotFound("No such agent")
     return agent
@@ -108,7 +114,7 @@ def _agent(request: Request, agent_id: str) -> Agent:
 class AgentPinsApi(APIView):
     """An agent's pins: list (``?all=1`` includes unpinned ones) and create."""
 
-    def get_permissions(self) -> list[Any]:
+    def get_permissions(self) -> Any:
         # Creating answers with the pin: a write that reads (sessionhub/permissions.py).
         self.required_scope = "read" if self.request.method == "GET" else ("ingest", "read")
         return super().get_permissions()
@@ -134,7 +140,7 @@ class AgentPinsApi(APIView):
         origin = None
         if data.validated_data.get("origin_session"):
             origin = lifecycle_selectors.session_get(
-                team=request.user.team, session_id=data.validated_data["origin_session"]
+                team=caller(request).team, session_id=data.validated_data["origin_session"]
             )
             if origin is None or origin.agent_id != agent.pk:
                 raise NotFound("No such session for this agent")
@@ -155,7 +161,9 @@ class PinDetailApi(APIView):
     required_scope = ("ingest", "read")
 
     def _pin(self, request: Request, pin_id: int) -> Pin:
-        pin = Pin.objects.filter(team=request.user.team, pk=pin_id).select_related("agent").first()
+        pin = (
+            Pin.objects.filter(team=caller(request).team, pk=pin_id).select_related("agent").first()
+        )
         if pin is None:
             raise NotFound("No such pin")
         return pin
@@ -218,7 +226,7 @@ class SessionMemorySerializer(serializers.Serializer):
 
 
 def _session(request: Request, session_id: str) -> Any:
-    session = lifecycle_selectors.session_get(team=request.user.team, session_id=session_id)
+    session = lifecycle_selectors.session_get(team=caller(request).team, session_id=session_id)
     if session is None:
         raise NotFound("No such session")
     return session
@@ -285,7 +293,8 @@ class SessionSummarizeApi(APIView):
 
 
 class ContinuityRequestSerializer(serializers.Serializer):
-    source = serializers.ChoiceField(
+    # ``source`` is also DRF's Field.source attribute, which the stubs type as a string.
+    source = serializers.ChoiceField(  # type: ignore[assignment]
         [Source.CLAUDE_CODE, Source.OPENCLAW, Source.GENERIC], default=Source.GENERIC
     )
     session_id = StrictCharField(max_length=200, help_text="The gateway's session id")
@@ -346,7 +355,7 @@ class ContinuityApi(APIView):
         data = ContinuityRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = data.validated_data
-        token = request.user.token
+        token = caller(request).token
         if "event" in values:
             _ingest_carried_event(token, values["source"], values["session_id"], values["event"])
         session = session_for_continuity(
@@ -428,7 +437,7 @@ class SessionContinueApi(APIView):
         data.is_valid(raise_exception=True)
         source = _session(request, str(data.validated_data["source_session_id"]))
         record = continuity_continue(
-            target=target, source=source, requested_by=f"token:{request.user.token.prefix}"
+            target=target, source=source, requested_by=f"token:{caller(request).token.prefix}"
         )
         return Response(record_as_dict(record))
 

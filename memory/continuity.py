@@ -93,7 +93,9 @@ class Features:
         self._active_projects = active_projects
         self._pending_tasks = pending_tasks
         self._done_tasks = done_tasks
-        self._texts = texts  # (active projects, pending tasks, done tasks) as JSON
+        # (active projects, pending tasks, done tasks) as JSON, read when first asked for;
+        # without it every list was given decoded.
+        self._texts = texts or ("[]", "[]", "[]")
 
     @classmethod
     def of(cls, features: SessionFeatures | None) -> Features | None:
@@ -272,7 +274,7 @@ def candidates_for(
     """The agent's completed sessions of the lookback window with their features, newest
     first (one query; plain rows, no model instances, JSON decoded only where needed)."""
     k = knobs()
-    since = now - timezone.timedelta(days=k["LOOKBACK_DAYS"])
+    since = now - timedelta(days=k["LOOKBACK_DAYS"])
     if connection.vendor == "postgresql":
         ended: Any = _EpochMicroseconds("ended_at")
         pending_count: Any = _ArrayLength(F("features__pending_tasks"))
@@ -365,7 +367,7 @@ def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> 
     ]
     room = cap - len(active)
     taken = set(active)
-    critical_window = timezone.timedelta(days=k["CRITICAL_PIN_DAYS"])
+    critical_window = timedelta(days=k["CRITICAL_PIN_DAYS"])
 
     critical, normal = [], []
     for pin in held:

@@ -177,7 +177,7 @@ def session_document(session: Session) -> dict[str, Any]:
 
 
 def document(
-    sessions: Iterable[Session], *, team: Team, progress: Callable[[], None] | None = None
+    sessions: Iterable[Session], *, team: Team, progress: Callable[[], object] | None = None
 ) -> dict[str, Any]:
     """A document of several sessions (oldest first)."""
     items = []
@@ -232,7 +232,7 @@ def _values(item: dict[str, Any], names: Iterable[str]) -> dict[str, Any]:
 
 @transaction.atomic
 def document_import(
-    doc: dict[str, Any], *, team: Team, progress: Callable[[], None] | None = None
+    doc: dict[str, Any], *, team: Team, progress: Callable[[], object] | None = None
 ) -> int:
     """Import a document into a team; sessions already present are left alone. Returns
     how many sessions were created."""

@@ -119,7 +119,7 @@ def _same_as_latest_tail(
 
 def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
     max_tokens = settings.SESSIONHUB["TAIL_TOKENS"]
-    rows = []
+    rows: list[StreamTail] = []
     for event in events:
         if event.kind not in (EventKind.TURN_END, EventKind.SESSION_END):
             continue

@@ -1039,7 +1039,7 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
             return value
     # An explicit stack instead of recursion: no payload depth can exhaust the C stack.
     root: dict | list = {} if isinstance(value, dict) else []
-    stack: list[tuple[object, dict | list]] = [(value, root)]
+    stack: list[tuple[dict | list | tuple, dict | list]] = [(value, root)]
     while stack:
         source, target = stack.pop()
         pairs = source.items() if isinstance(source, dict) else ((None, x) for x in source)

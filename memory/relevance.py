@@ -26,6 +26,7 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.db import connection
 
@@ -71,8 +72,13 @@ def session_texts(
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:
-        row = found.get(pk, {})
-        text = SessionText(**{c: row.get(c) or "" for c in _COLUMNS})
+        row: dict[str, Any] = found.get(pk, {})
+        text = SessionText(
+            request=row.get("request") or "",
+            completed=row.get("completed") or "",
+            next_steps=row.get("next_steps") or "",
+            learned=row.get("learned") or "",
+        )
         if terms:
             words = feature_lib.content_stems(_document(row, topics.get(pk, [])))
             words |= {w.lower() for w in topics.get(pk, [])}

@@ -63,7 +63,7 @@ def retention_apply(
     archive_dir: Path | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
-    progress: Callable[[], None] | None = None,
+    progress: Callable[[], object] | None = None,
 ) -> RetentionResult:
     """Archive then delete expired sessions, one archive file per session."""
     days = settings.SESSIONHUB["RETENTION_DAYS"] if days is None else days

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
 from . import pipeline
 
 # Database hiccups are worth retrying; anything else is a bug and is recorded.
-_RETRY = {
+_RETRY: dict[str, Any] = {
     "autoretry_for": (OperationalError, InterfaceError),
     "retry_backoff": 2,
     "retry_backoff_max": 120,

@@ -19,6 +19,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.html import format_html
 
+from .audit import admin_user_id
 from .models import ApiToken, Membership, Team, hash_token
 
 
@@ -29,7 +30,8 @@ def admin_team_ids(request: HttpRequest) -> list[int] | None:
         return None
     cached = getattr(request, "_admin_team_ids", None)
     if cached is None:
-        cached = list(Membership.objects.filter(user=user).values_list("team_id", flat=True))
+        memberships = Membership.objects.filter(user_id=user.pk or 0)  # no user has pk 0
+        cached = list(memberships.values_list("team_id", flat=True))
         request._admin_team_ids = cached  # type: ignore[attr-defined]
     return cached
 
@@ -137,7 +139,7 @@ class ApiTokenAdmin(TeamScopedAdmin):
             raw, prefix = ApiToken.generate()
             obj.prefix = prefix
             obj.token_hash = hash_token(raw)
-            obj.created_by = request.user
+            obj.created_by_id = request.user.pk
             super().save_model(request, obj, form, change)
             messages.warning(
                 request,
@@ -152,7 +154,10 @@ class ApiTokenAdmin(TeamScopedAdmin):
         count = queryset.filter(pk__in=[t.pk for t in live]).update(revoked_at=timezone.now())
         if live:
             LogEntry.objects.log_actions(
-                user_id=request.user.pk, queryset=live, action_flag=CHANGE, change_message="Revoked"
+                user_id=admin_user_id(request),
+                queryset=live,
+                action_flag=CHANGE,
+                change_message="Revoked",
             )
         self.message_user(request, f"Revoked {count} token(s).", messages.SUCCESS)
 
@@ -178,10 +183,11 @@ class LogEntryAdmin(admin.ModelAdmin):
 
     @admin.display(description="object", ordering="object_repr")
     def target(self, entry: LogEntry) -> str:
-        if entry.action_flag != 3 and entry.content_type_id and entry.object_id:
+        kind = entry.content_type
+        if entry.action_flag != 3 and kind is not None and entry.object_id:
             try:
                 url = reverse(
-                    f"admin:{entry.content_type.app_label}_{entry.content_type.model}_change",
+                    f"admin:{kind.app_label}_{kind.model}_change",
                     args=[entry.object_id],
                 )
             except NoReverseMatch:

@@ -9,6 +9,7 @@ the network until a background probe finds Redis back.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -49,7 +50,8 @@ class ResilientRedisCache(RedisCache):
 
     def __init__(self, server: str, params: dict[str, Any]) -> None:
         super().__init__(server, params)
-        self.breaker = breaker_for(self._servers[0])
+        # The first server is the one written to (Django's own split of the location).
+        self.breaker = breaker_for(re.split("[;,]", server)[0])
 
     get = _guarded("get", _default)
     get_many = _guarded("get_many", lambda *a, **k: {})

@@ -88,7 +88,9 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
         body = error_body("Invalid input", "invalid", {"fields": exc.detail})
     elif isinstance(exc, exceptions.Throttled):
         body = error_body(
-            "Too many requests", "throttled", {"retry_after_seconds": exc.wait and int(exc.wait)}
+            "Too many requests",
+            "throttled",
+            {"retry_after_seconds": exc.wait and int(exc.wait)},  # type: ignore[attr-defined]
         )
     elif isinstance(exc, exceptions.APIException):
         detail = exc.detail

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
 
@@ -21,7 +21,7 @@ def team_get_or_create(*, slug: str, name: str = "") -> Team:
     return team
 
 
-def membership_add(*, team: Team, user: AbstractBaseUser, role: str = "member") -> Membership:
+def membership_add(*, team: Team, user: User, role: str = "member") -> Membership:
     """Make a user a member of a team (idempotent; updates the role)."""
     membership, _ = Membership.objects.update_or_create(
         team=team, user=user, defaults={"role": role}
@@ -36,7 +36,7 @@ def api_token_create(
     name: str,
     scopes: Iterable[str],
     gateway: str = "",
-    created_by: AbstractBaseUser | None = None,
+    created_by: User | None = None,
 ) -> tuple[ApiToken, str]:
     """Create a token; the raw value is returned once and never stored."""
     scope_list = sorted({s.strip() for s in scopes if s.strip()})

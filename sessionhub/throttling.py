@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.cache import cache
@@ -87,7 +87,7 @@ class TokenRateThrottle(BaseThrottle):
     scope = "token"
 
     def __init__(self) -> None:
-        rates = settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {})
+        rates = cast(dict[str, str], settings.REST_FRAMEWORK.get("DEFAULT_THROTTLE_RATES", {}))
         self.limit, self.period = parse_rate(rates.get(self.scope, "6000/min"))
         self._wait: float | None = None
 

@@ -100,9 +100,9 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         if value:
             facts["resumed_from" if key == "previous_session_id" else key] = as_key(value)
     for key in ("message_count", "token_count"):
-        value = opt_count(body.get(key), key)
-        if value is not None:
-            facts[key] = value
+        count = opt_count(body.get(key), key)
+        if count is not None:
+            facts[key] = count
     text = opt_str(body, "text", "text", max_length=10**6)
     if text:
         facts["text"] = text

@@ -12,16 +12,18 @@ from memory.pipeline import reredact_everything
 from memory.redaction import RULES_VERSION
 
 
+def _advance(bar: tqdm, note: str) -> None:
+    bar.set_postfix_str(note)
+    bar.update(1)
+
+
 class Command(BaseCommand):
     help = "Re-redact every stored row written under older redaction rules."
 
     def handle(self, *args: Any, **options: Any) -> None:
         with tqdm(desc=f"re-redact (rules v{RULES_VERSION})", unit="table", file=sys.stderr) as bar:
             changed = reredact_everything(
-                progress=lambda name, count: (
-                    bar.set_postfix_str(f"{name}: {count}"),
-                    bar.update(1),
-                )
+                progress=lambda name, count: _advance(bar, f"{name}: {count}")
             )
         for name, count in changed.items():
             self.stdout.write(f"{name}: {count} row(s) re-redacted")
