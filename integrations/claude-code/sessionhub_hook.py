@@ -24,6 +24,15 @@ import os
 import sys
 import time
 
+# Names for annotations only: the hook starts for every event, and importing typing,
+# argparse or collections.abc at run time would cost it milliseconds (mypy reads this
+# block as true).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Mapping
+    from typing import Any, BinaryIO, TextIO
+
 VERSION = "0.1.0"
 CLIENT = f"sessionhub-hook/{VERSION}"
 
@@ -117,7 +126,7 @@ def sessionhub_dir() -> str:
 class Config:
     """Settings from the environment and ~/.sessionhub/config.json (environment wins)."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: Mapping[str, str] | None = None) -> None:
         env = os.environ if env is None else env
         home = sessionhub_dir()
         self.config_path = os.path.expanduser(
@@ -289,13 +298,14 @@ def post_json(url: str, token: str, body: bytes, deadline: Deadline) -> Reply:
         return Reply("transient", error="no time left")
     import threading
 
-    box: dict[str, object] = {}
+    results: list[tuple[int, bytes]] = []
+    errors: list[BaseException] = []
 
     def work() -> None:
         try:
-            box["result"] = _urlopen_post(url, token, body, budget)
+            results.append(_urlopen_post(url, token, body, budget))
         except BaseException as exc:  # noqa: BLE001 - handed to the caller below
-            box["error"] = exc
+            errors.append(exc)
 
     worker = threading.Thread(target=work, name="sessionhub-post", daemon=True)
     worker.start()
@@ -304,12 +314,12 @@ def post_json(url: str, token: str, body: bytes, deadline: Deadline) -> Reply:
         # The socket timeout is per operation, so a slow server could keep us longer;
         # the daemon thread is abandoned and dies with the process.
         return Reply("transient", error=f"timed out after {budget:.2f}s")
-    if "error" in box:
-        exc = box["error"]
+    if errors:
+        exc = errors[0]
         if isinstance(exc, ValueError):  # bad URL or header: a configuration error
             return Reply("permanent", error=f"cannot build the request to {url!r}: {exc}")
         return Reply("transient", error=f"{type(exc).__name__}: {exc}")
-    code, raw = box["result"]  # type: ignore[misc]
+    code, raw = results[0]
     data: object = None
     if raw:
         try:
@@ -424,7 +434,7 @@ def _urllib_post(url: str, headers: dict, body: bytes, timeout: float) -> tuple[
     import urllib.request
 
     class NoRedirect(urllib.request.HTTPRedirectHandler):
-        def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
             return None
 
     request = urllib.request.Request(  # noqa: S310 - the scheme is checked by the caller
@@ -486,7 +496,7 @@ def _lock_fd(fd: int) -> None:
     except ImportError:  # Windows
         import msvcrt
 
-        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)  # type: ignore[attr-defined]  # Windows only
         return
     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
 
@@ -499,7 +509,7 @@ def _unlock_fd(fd: int) -> None:
         import msvcrt
 
         os.lseek(fd, 0, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined]  # Windows only
         return
     fcntl.flock(fd, fcntl.LOCK_UN)
 
@@ -757,8 +767,9 @@ def _summarise(records: list[dict], sidechain: bool | None) -> tuple[str | None,
 _TAIL_BREAKS = ("\n", ". ", "! ", "? ")
 # Words that make a secret nearby recognisable (``password =``, ``Bearer``, ``-----BEGIN``,
 # ``docker login -p``...): a cut just after one would keep the secret without them.
-_NAMING_WORDS = ("pass", "pwd", "secret", "token", "key", "auth", "bearer", "basic", "cred")
-_NAMING_WORDS += ("begin", "login", "discord", "cookie", "session")
+_NAMING_WORDS = tuple(
+    "pass pwd secret token key auth bearer basic cred begin login discord cookie session".split()
+)
 TAIL_STRETCH = 4  # a tail may reach back this many times TAIL_CHARS to a paragraph start
 
 
@@ -1068,6 +1079,7 @@ def fit_event(event: dict) -> dict:
         if len(json.dumps(cut, ensure_ascii=True)) <= MAX_EVENT_BYTES or limit <= 1024:
             break
         limit //= 4
+    assert isinstance(cut, dict)  # a dict's copy is a dict
     if trimmed:
         cut["sessionhub"]["trimmed"] = trimmed
         total = sum(trimmed.values())
@@ -1260,7 +1272,7 @@ def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
         flush_lock.release()
 
 
-def run_hook(raw: bytes, cfg: Config, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
+def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
     """Hook mode: send (or spool) the event, and print the preamble on SessionStart."""
     hook = _parse_hook(raw)
     if hook is None:
@@ -1302,7 +1314,9 @@ def run_hook(raw: bytes, cfg: Config, out, deadline: Deadline) -> None:  # type:
     _maybe_print_preamble(cfg, hook, event, out, deadline)
 
 
-def _maybe_print_preamble(cfg: Config, hook: dict, event: dict, out, deadline: Deadline) -> None:  # type: ignore[no-untyped-def]
+def _maybe_print_preamble(
+    cfg: Config, hook: dict, event: dict, out: TextIO, deadline: Deadline
+) -> None:
     """Continuity at the two moments it is asked for: a project-level preamble at
     SessionStart, and at the session's first prompt a preamble chosen by relevance."""
     name = _event_name(hook)
@@ -1311,8 +1325,8 @@ def _maybe_print_preamble(cfg: Config, hook: dict, event: dict, out, deadline: D
         _print_preamble(cfg, hook, out, deadline, event)
 
 
-def _print_preamble(  # type: ignore[no-untyped-def]
-    cfg: Config, hook: dict, out, deadline: Deadline, event: dict | None = None
+def _print_preamble(
+    cfg: Config, hook: dict, out: TextIO, deadline: Deadline, event: dict | None = None
 ) -> None:
     """Ask for the continuity preamble and print it the way the hook adds context
     (``hookSpecificOutput.additionalContext`` of SessionStart or UserPromptSubmit)."""
@@ -1535,7 +1549,7 @@ def _write_json_file(path: str, data: dict, mode: int = 0o644) -> bool:
 # --------------------------------------------------------------------------- CLI
 
 
-def _parser():  # type: ignore[no-untyped-def]
+def _parser() -> argparse.ArgumentParser:
     """Build the argument parser (only for subcommands; hook mode never imports argparse)."""
     import argparse
 
@@ -1581,7 +1595,7 @@ def _parser():  # type: ignore[no-untyped-def]
     return parser
 
 
-def cmd_install(args, out) -> None:  # type: ignore[no-untyped-def]
+def cmd_install(args: argparse.Namespace, out: TextIO) -> None:
     """Write the hook entries (and, with --url/--token, the config file)."""
     path = settings_path(args.scope or "user", args.settings)
     settings = merge_hooks(_load_json_file(path), args.hook_command)
@@ -1609,7 +1623,7 @@ def cmd_install(args, out) -> None:  # type: ignore[no-untyped-def]
         )
 
 
-def cmd_uninstall(args, out) -> None:  # type: ignore[no-untyped-def]
+def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
     """Remove this client's hook entries, leaving every other hook alone."""
     path = settings_path(args.scope or "user", args.settings)
     if not os.path.exists(path):
@@ -1619,7 +1633,7 @@ def cmd_uninstall(args, out) -> None:  # type: ignore[no-untyped-def]
     out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
 
 
-def cmd_status(out) -> None:  # type: ignore[no-untyped-def]
+def cmd_status(out: TextIO) -> None:
     """Print the configuration (never the token) and the spool size."""
     cfg = Config()
     spool = Spool(cfg.spool_path)
@@ -1653,7 +1667,7 @@ def _last_log_line(path: str) -> str:
     return lines[-1] if lines else ""
 
 
-def cmd_flush(out) -> None:  # type: ignore[no-untyped-def]
+def cmd_flush(out: TextIO) -> None:
     """Send the whole spool now, with a longer time budget than a hook has."""
     cfg = Config()
     if not cfg.configured:
@@ -1674,7 +1688,9 @@ def cmd_flush(out) -> None:  # type: ignore[no-untyped-def]
     out.write(f"sent {max(before - after, 0)}, waiting {after}: {message}\n")
 
 
-def main(argv: list[str] | None = None, stdin=None, stdout=None) -> int:  # type: ignore[no-untyped-def]
+def main(
+    argv: list[str] | None = None, stdin: BinaryIO | None = None, stdout: TextIO | None = None
+) -> int:
     """Entry point for hook mode and the subcommands; always returns 0."""
     try:
         args = sys.argv[1:] if argv is None else list(argv)
@@ -1750,7 +1766,7 @@ def args_are_cli(argv: list[str] | None) -> bool:
     return bool(args) and args not in (["hook"], ["hook", "--detach"])
 
 
-def _read_all(source) -> bytes:  # type: ignore[no-untyped-def]
+def _read_all(source: BinaryIO | TextIO) -> bytes:
     """Read stdin fully as bytes, whether given a text or a binary stream."""
     stream = getattr(source, "buffer", source)
     data = stream.read()
