@@ -24,7 +24,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from memory import pins as pin_services
 from sessionhub.audit import admin_user_id
-from sessionhub.errors import ApiError, error_body
+from sessionhub.errors import error_body
+from sessionhub.exceptions import ApiError
 from sessionhub.models import Team
 
 from . import selectors

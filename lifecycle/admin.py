@@ -26,7 +26,7 @@ from django.utils.html import format_html
 
 from sessionhub.admin import TeamScopedAdmin
 from sessionhub.audit import admin_user_id
-from sessionhub.errors import ApiError
+from sessionhub.exceptions import ApiError
 
 from .models import Agent, LifecycleEvent, Session
 

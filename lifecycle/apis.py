@@ -21,7 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessionhub.authentication import caller
-from sessionhub.errors import NotFound, PayloadTooLarge, ValidationFailed, error_body
+from sessionhub.errors import ApiErrorSerializer, error_body
+from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 
 from . import selectors, services
 from .adapters.base import as_key
@@ -47,14 +48,7 @@ _INGEST_RESPONSE = inline_serializer(
         "results": inline_serializer("EventResult", _RESULT_FIELDS, many=True),
     },
 )
-_ERROR = inline_serializer(
-    "Error",
-    {
-        "message": serializers.CharField(),
-        "code": serializers.CharField(),
-        "extra": serializers.DictField(),
-    },
-)
+_ERROR = ApiErrorSerializer
 _ERRORS = {
     400: _ERROR,
     401: _ERROR,

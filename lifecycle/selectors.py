@@ -14,7 +14,7 @@ from django.db.models.expressions import RawSQL
 
 from sessionhub.models import Team
 
-from .models import Agent, EventKind, LifecycleEvent, Session
+from .models import EventKind, LifecycleEvent, Session
 
 
 def sessions_for_team(team: Team) -> QuerySet[Session]:
@@ -34,10 +34,6 @@ def session_get(*, team: Team, session_id: object) -> Session | None:
         .filter(pk=session_uuid)
         .first()
     )
-
-
-def agents_for_team(team: Team) -> QuerySet[Agent]:
-    return Agent.objects.filter(team=team)
 
 
 def events_for_session(session: Session) -> QuerySet[LifecycleEvent]:

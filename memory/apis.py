@@ -17,6 +17,7 @@ from lifecycle import selectors as lifecycle_selectors
 from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Source
 from sessionhub.authentication import caller
+from sessionhub.errors import ApiErrorSerializer
 from sessionhub.exceptions import NotFound, ServiceUnavailable
 from sessionhub.fields import StrictCharField
 from sessionhub.resilience import breaker_for, throttled
@@ -24,14 +25,7 @@ from sessionhub.resilience import breaker_for, throttled
 from . import pins as pin_services
 from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
 
-_ERROR = inline_serializer(
-    "MemoryError",
-    {
-        "message": serializers.CharField(),
-        "code": serializers.CharField(),
-        "extra": serializers.DictField(),
-    },
-)
+_ERROR = ApiErrorSerializer
 
 
 def _uuid_or_404(value: str, what: str) -> uuid.UUID:

@@ -202,14 +202,7 @@ def score_session(
     hours = max(0.0, (now - ended).total_seconds() / 3600)
     recency_part = max(0.0, 1.0 - hours / k["RECENCY_HOURS"])
     if features:
-        # feature_lib.jaccard(keywords, lowered topics) without building the union:
-        # len(a | b) == len(a) + len(b) - len(a & b), the same integers, the same quotient.
-        topics = {t.lower() for t in features.hot_topics}
-        if keywords and topics:
-            common = len(keywords & topics)
-            topic_part = common / (len(keywords) + len(topics) - common)
-        else:
-            topic_part = 0.0
+        topic_part = feature_lib.jaccard(keywords, {t.lower() for t in features.hot_topics})
         open_count = features.pending_count
         finished = 0
         if finished_later and open_count:

@@ -70,11 +70,13 @@ def keyword_set(text: str) -> set[str]:
     return set(keywords([text]))
 
 
-def jaccard(a: Iterable[str], b: Iterable[str]) -> float:
-    first, second = set(a), set(b)
-    if not first or not second:
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Shared over all: len(a & b) / len(a | b), 0 when either is empty; the union is counted,
+    never built (continuity scores a few hundred candidates per request)."""
+    if not a or not b:
         return 0.0
-    return len(first & second) / len(first | second)
+    common = len(a & b)
+    return common / (len(a) + len(b) - common)
 
 
 # --- pending tasks -----------------------------------------------------------------------
@@ -251,13 +253,3 @@ def task_states(sources: Iterable[tuple[str, str]]) -> tuple[list[PendingTask], 
         if later and superseded(found[key].text, later):
             del found[key]
     return list(found.values()), done
-
-
-def pending_tasks(sources: Iterable[tuple[str, str]]) -> list[PendingTask]:
-    """The tasks still open in (source, text) pairs."""
-    return task_states(sources)[0]
-
-
-def project_name(path_or_remote: str) -> str:
-    """A short display name for a project path or remote."""
-    return path_or_remote.rstrip("/").rsplit("/", 1)[-1] if path_or_remote else ""
