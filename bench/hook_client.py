@@ -2,7 +2,8 @@
 """What the Claude Code hooks cost the agent, measured the way Claude Code runs them.
 
 1. Blocking hooks (``SessionStart``, which prints the preamble; ``UserPromptSubmit``;
-   ``Stop``, which reads the transcript) and the parent of a detached ``PostToolUse``:
+   ``Stop``, which reads the transcript) and the queued ``PostToolUse`` (the few-line
+   script the async hooks run; a sender it starts does the sending):
    the client is installed with its own ``install`` into a throwaway settings file and
    each hook's entry is run exactly as written there (exec form: ``command`` + ``args``,
    no shell), one new process per call with the hook JSON on stdin, against a tiny local
@@ -26,6 +27,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import multiprocessing
 import os
 import shutil
 import statistics
@@ -77,8 +79,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = json.loads(self.rfile.read(length) or b"null")
+        # Events, not requests: the queue's sender posts several in one request.
+        counted = len(body) if isinstance(body, list) else 1
         with self.server.lock:
-            self.server.counts[self.path] = self.server.counts.get(self.path, 0) + 1
+            self.server.counts[self.path] = self.server.counts.get(self.path, 0) + counted
         if self.path.endswith("/continuity"):
             answer = {"preamble": PREAMBLE, "sources": [], "inherited_pins": []}
         else:
@@ -285,7 +289,7 @@ def main() -> int:
             ),
             "UserPromptSubmit": (as_claude_runs(entries["UserPromptSubmit"]), json.dumps(prompt)),
             "Stop": (as_claude_runs(entries["Stop"]), hook_line("Stop", transcript)),
-            "PostToolUse (parent)": (
+            "PostToolUse (queued)": (
                 as_claude_runs(entries["PostToolUse"]),
                 hook_line("PostToolUse", transcript),
             ),
@@ -305,7 +309,7 @@ def main() -> int:
                     raise SystemExit(f"{name} printed {out!r}")
                 if round_ >= args.warmup:
                     times[name].append(elapsed)
-        # The detached children send after their parent has gone: wait for the last.
+        # The queue's sender sends after the queued hooks have gone: wait for the last.
         rounds = args.warmup + args.runs
         hooks_path = "/api/v1/hooks/claude-code"
         deadline = time.monotonic() + 30
@@ -394,6 +398,19 @@ def main() -> int:
     return 0 if verdict or not args.check else 1
 
 
+def _serve_stub(urls: multiprocessing.Queue) -> None:
+    stub = Stub()
+    urls.put(stub.url)
+    stub.serve_forever()
+
+
+def _stub_process() -> tuple[multiprocessing.Process, str]:
+    urls: multiprocessing.Queue = multiprocessing.Queue()
+    process = multiprocessing.Process(target=_serve_stub, args=(urls,), daemon=True)
+    process.start()
+    return process, urls.get(timeout=30)
+
+
 def cli_overhead(sessions: int) -> dict:
     """Per-tool gaps seen by the model (tool_use answered → next request), with and
     without the hooks, through the real CLI."""
@@ -406,8 +423,9 @@ def cli_overhead(sessions: int) -> dict:
     plan = "Ten quick checks.\n" + "\n".join(
         f'@tool Bash {{"command": "true {n}"}}' for n in range(TOOLS_PER_SESSION)
     )
-    stub = Stub()
-    threading.Thread(target=stub.serve_forever, daemon=True).start()
+    # The stub runs in a process of its own, as SessionHub would: in this one it would
+    # share the interpreter lock with the Messages API mock whose timestamps are measured.
+    stub_process, stub_url = _stub_process()
     # "no-op": the same events as async exec-form hooks running `python3 -S -c pass`:
     # what Claude Code's own spawning of async hooks costs, whatever they do.
     gaps: dict[str, list[float]] = {"with": [], "without": [], "no-op": []}
@@ -429,7 +447,7 @@ def cli_overhead(sessions: int) -> dict:
                         "install",
                         "--user",
                         "--url",
-                        stub.url,
+                        stub_url,
                         "--token",
                         "bench-token",
                     ],
@@ -489,7 +507,7 @@ def cli_overhead(sessions: int) -> dict:
                 if round_ > 0:  # the first round warms caches
                     gaps[name] += run_gaps
                     totals[name].append(total)
-    stub.shutdown()
+    stub_process.terminate()
     version = subprocess.run([str(claude), "--version"], capture_output=True, text=True).stdout
     out = {
         name: {"median_ms": round(statistics.median(v), 1), "p95_ms": round(p95(v), 1)}

@@ -33,6 +33,131 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any, BinaryIO, TextIO
 
+
+# --------------------------------------------------------------------------- the queue
+#
+# The events nobody waits for (tool uses, notifications, subagent ends, PreCompact) come
+# several per tool call, and each starts an interpreter on the agent's machine, which
+# competes with the agent for the CPU. They run ``sessionhub_hook_queue.py``, a few lines
+# that ``install`` writes beside the config from the functions below: it writes stdin as
+# it came to a file of its own in the queue folder and exits (no json, no compiling this
+# whole file, which alone costs more than the rest). One sender process (``drain``),
+# started by the first queued event of a burst and lingering a moment after the last,
+# turns queued files into events, moves them into the spool and sends the spool; a
+# blocking hook (UserPromptSubmit, Stop, SessionEnd...) moves what is queued first, so
+# the server sees a turn's tool uses before its end. A queued file is named by the time
+# it was written and 16 random bytes, which also give the event its timestamp and id: an
+# event queued twice over a crash is still one event.
+
+QUEUE_SUFFIX = ".hook"
+SENDER_FRESH_NS = 3_000_000_000  # a sender whose heartbeat is older is taken for gone
+SENDER_LINGER = 2.0  # seconds a sender waits for more events before it exits
+CLIENT_PATH = os.path.abspath(__file__)
+QUEUE_SCRIPT = "sessionhub_hook_queue.py"
+
+
+def queue_dir() -> str:
+    """Where queued hook events wait for the sender (``SESSIONHUB_QUEUE`` overrides)."""
+    folder = os.environ.get("SESSIONHUB_QUEUE") or os.path.join(
+        os.path.expanduser("~"), ".sessionhub", "queue"
+    )
+    return os.path.expanduser(folder)
+
+
+def queue_event(raw: bytes, start_sender: bool = True) -> str:
+    """Write one hook's stdin to the queue (atomically, owner-only) and make sure a sender
+    runs; returns the queued file's path."""
+    folder = queue_dir()
+    if not os.path.isdir(folder):
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+    name = f"{time.time_ns():020d}-{os.urandom(16).hex()}"
+    tmp = os.path.join(folder, f".{name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view) :]
+    finally:
+        os.close(fd)
+    path = os.path.join(folder, name + QUEUE_SUFFIX)
+    os.rename(tmp, path)
+    if start_sender and not _sender_alive(folder):
+        _start_sender()
+    return path
+
+
+def _sender_alive(folder: str) -> bool:
+    try:
+        beat = os.stat(os.path.join(folder, ".sender")).st_mtime_ns
+    except OSError:
+        return False
+    return time.time_ns() - beat < SENDER_FRESH_NS
+
+
+def _start_sender() -> None:
+    """Start ``drain`` in a session of its own (it outlives Claude Code); in place where
+    there is no fork."""
+    if not hasattr(os, "fork"):
+        return  # the next blocking hook or ``flush`` sends the queue
+    if os.fork():
+        return
+    try:
+        os.setsid()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        # Our own interpreter and client file, no shell.
+        os.execv(sys.executable, [sys.executable, "-S", CLIENT_PATH, "drain"])  # noqa: S606
+    finally:
+        os._exit(0)
+
+
+def queue_main() -> None:
+    """``hook --queue``: queue stdin; where it cannot be queued (a full disk...), hand it
+    to the whole client, which sends it or says why in its log."""
+    if os.environ.get("SESSIONHUB_DISABLE", "").strip() in ("1", "true", "yes"):
+        return
+    raw = sys.stdin.buffer.read()
+    if not raw.strip():
+        return
+    try:
+        queue_event(raw)
+    except Exception:  # noqa: BLE001 - the event must still go somewhere
+        read, write = os.pipe()
+        if not os.fork():
+            os.close(read)
+            os.write(write, raw)
+            os._exit(0)
+        os.close(write)
+        os.dup2(read, 0)
+        os.execv(sys.executable, [sys.executable, "-S", CLIENT_PATH, "hook"])  # noqa: S606
+
+
+def queue_script_source() -> str:
+    """The stand-alone queue hook ``install`` writes: the functions above, verbatim."""
+    import inspect
+
+    parts = [
+        "# Written by sessionhub_hook.py install: the async Claude Code hooks run this.",
+        "import os",
+        "import sys",
+        "import time",
+        f"QUEUE_SUFFIX = {QUEUE_SUFFIX!r}",
+        f"SENDER_FRESH_NS = {SENDER_FRESH_NS!r}",
+        f"CLIENT_PATH = {CLIENT_PATH!r}",
+        *(
+            inspect.getsource(f)
+            for f in (queue_dir, queue_event, _sender_alive, _start_sender, queue_main)
+        ),
+        "queue_main()",
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def queue_script_path() -> str:
+    return os.path.join(sessionhub_dir(), QUEUE_SCRIPT)
+
+
 VERSION = "0.1.0"
 CLIENT = f"sessionhub-hook/{VERSION}"
 
@@ -227,9 +352,9 @@ def _ensure_dir(path: str) -> None:
         os.makedirs(path, mode=0o700, exist_ok=True)
 
 
-def _utc_now() -> str:
-    """Current UTC time as ISO-8601 with milliseconds and a Z."""
-    now = time.time()
+def _utc_now(now: float | None = None) -> str:
+    """UTC time (now by default) as ISO-8601 with milliseconds and a Z."""
+    now = time.time() if now is None else now
     millis = int(now * 1000) % 1000
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now)) + f".{millis:03d}Z"
 
@@ -1000,9 +1125,15 @@ def strip_credentials(url: str) -> str:
 # --------------------------------------------------------------------------- events
 
 
-def build_event(hook: dict, deadline: Deadline) -> dict:
-    """Return the hook payload plus the ``sessionhub`` key the server expects."""
-    meta: dict[str, str] = {"event_id": _uuid4(), "occurred_at": _utc_now()}
+def build_event(hook: dict, deadline: Deadline, queued: str = "") -> dict:
+    """Return the hook payload plus the ``sessionhub`` key the server expects; a queued
+    event takes its id and time from its queue file's name."""
+    if queued:
+        stamp, _, random = os.path.basename(queued).partition("-")
+        seconds = int(stamp) / 1e9
+        meta = {"event_id": _uuid4(bytes.fromhex(random[:32])), "occurred_at": _utc_now(seconds)}
+    else:
+        meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
     cwd = hook.get("cwd")
     if isinstance(cwd, str) and cwd:
         try:
@@ -1107,9 +1238,9 @@ def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) 
     return value
 
 
-def _uuid4() -> str:
+def _uuid4(random: bytes | None = None) -> str:
     """A random (version 4) UUID, without importing the uuid module on the hot path."""
-    raw = bytearray(os.urandom(16))
+    raw = bytearray(random or os.urandom(16))
     raw[6] = (raw[6] & 0x0F) | 0x40
     raw[8] = (raw[8] & 0x3F) | 0x80
     h = raw.hex()
@@ -1272,6 +1403,94 @@ def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
         flush_lock.release()
 
 
+def _queued_files(folder: str) -> list[str]:
+    try:
+        names = sorted(n for n in os.listdir(folder) if n.endswith(QUEUE_SUFFIX))
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names]
+
+
+def move_queue(cfg: Config, spool: Spool, deadline: Deadline, wait: float = 0.0) -> int:
+    """Turn queued hook events into events at the end of the spool, oldest first; returns
+    how many. One process at a time (``.move.lock``); 0 when another one is at it."""
+    folder = queue_dir()
+    if not os.path.isdir(folder):
+        return 0
+    lock = FileLock(os.path.join(folder, ".move.lock"))
+    if not lock.acquire(time.monotonic() + wait if wait else None):
+        return 0
+    try:
+        paths = _queued_files(folder)[:MAX_BATCH_EVENTS]
+        events = []
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    hook = _parse_hook(handle.read())
+            except OSError as exc:
+                log(f"cannot read queued event {path}: {exc}")
+                continue
+            if hook is not None and cfg.configured:
+                events.append(build_event(hook, deadline, queued=path))
+        if events:
+            spool.append(events, Deadline(max(deadline.remaining(), 1.0)))
+        for path in paths:  # in the spool now (or unreadable): the server dedupes by id
+            _unlink_quietly(path)
+        return len(events)
+    finally:
+        lock.release()
+
+
+def _unlink_quietly(path: str) -> None:
+    try:  # noqa: SIM105 - contextlib is one more import on the hook's path
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def drain(cfg: Config, linger: float = SENDER_LINGER) -> None:
+    """The sender: move the queue into the spool and send it, until nothing has been
+    queued for ``linger`` seconds. Only one runs (``.sender.lock``); it keeps the
+    ``.sender`` heartbeat fresh so queued hooks know they need not start another."""
+    folder = queue_dir()
+    _ensure_dir(folder)
+    lock = FileLock(os.path.join(folder, ".sender.lock"))
+    if not lock.acquire(None):
+        return
+    beat = os.path.join(folder, ".sender")
+    spool = Spool(cfg.spool_path)
+    try:
+        idle_since = time.monotonic()
+        while True:
+            _heartbeat(beat)
+            moved = move_queue(cfg, spool, Deadline(cfg.timeout), wait=1.0)
+            if moved or spool.has_events():
+                state = flush_spool(cfg, spool, Deadline(FLUSH_COMMAND_TIMEOUT))
+                if state in ("transient", "stop") and not moved:
+                    break  # the server is away: later hooks and ``flush`` retry
+            if moved:
+                idle_since = time.monotonic()
+            elif time.monotonic() - idle_since >= linger:
+                # Gone first, then one last look: a hook that queued after this look
+                # finds no heartbeat and starts a sender of its own.
+                _unlink_quietly(beat)
+                if not _queued_files(folder):
+                    break
+            time.sleep(0.05)
+    finally:
+        _unlink_quietly(beat)
+        lock.release()
+
+
+def _heartbeat(path: str) -> None:
+    try:
+        os.utime(path)
+    except FileNotFoundError:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))
+    except OSError:
+        pass
+
+
 def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
     """Hook mode: send (or spool) the event, and print the preamble on SessionStart."""
     hook = _parse_hook(raw)
@@ -1293,6 +1512,7 @@ def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
         failed = _failed_turn(hook)
         events = [failed, event] if failed is not None else events
 
+    move_queue(cfg, spool, deadline, wait=0.2)  # the turn's tool uses go before it
     state = flush_spool(cfg, spool, deadline)
     if state == "transient":
         spool.append(events, deadline)  # the server is away: do not wait for it twice
@@ -1411,13 +1631,18 @@ def hook_entry(event: str, command: str | None = None) -> dict:
     interpreter running ``install`` (no PATH lookup, no pyenv shim) with ``-S`` (no site
     packages: the client needs only the standard library) and the absolute path of this
     file. With ``--command CMD`` (a settings file shared with a team) the shell form
-    ``CMD`` is written as given, ``CMD hook --detach`` for the detached events.
+    ``CMD`` is written as given: ``CMD hook --queue`` for the async events (queued for the
+    sender), ``CMD hook --detach`` for the detached ones.
     """
-    detach = event in DETACHED_EVENTS
+    queued = event in ASYNC_EVENTS and hasattr(os, "fork")
+    mode = "--queue" if queued else "--detach" if event in DETACHED_EVENTS else ""
     if command:
-        entry: dict = {"type": "command", "command": command + (" hook --detach" if detach else "")}
+        entry: dict = {"type": "command", "command": f"{command} hook {mode}" if mode else command}
+    elif queued:
+        args = ["-S", queue_script_path()]
+        entry = {"type": "command", "command": os.path.abspath(sys.executable), "args": args}
     else:
-        args = ["-S", os.path.abspath(__file__), "hook", *(["--detach"] if detach else [])]
+        args = ["-S", CLIENT_PATH, "hook", *([mode] if mode else [])]
         entry = {"type": "command", "command": os.path.abspath(sys.executable), "args": args}
     entry["timeout"] = INSTALL_HOOK_TIMEOUT
     if event in ASYNC_EVENTS:
@@ -1599,6 +1824,8 @@ def cmd_install(args: argparse.Namespace, out: TextIO) -> None:
     """Write the hook entries (and, with --url/--token, the config file)."""
     path = settings_path(args.scope or "user", args.settings)
     settings = merge_hooks(_load_json_file(path), args.hook_command)
+    if not args.hook_command:
+        write_queue_script()
     changed = _write_json_file(path, settings)
     out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
     example = hook_entry("PostToolUse", args.hook_command)
@@ -1623,6 +1850,17 @@ def cmd_install(args: argparse.Namespace, out: TextIO) -> None:
         )
 
 
+def write_queue_script() -> None:
+    """(Re)write the queue hook beside the config, owner-only, atomically."""
+    path = queue_script_path()
+    _ensure_dir(os.path.dirname(path))
+    tmp = f"{path}.tmp-{os.getpid()}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(queue_script_source())
+    os.replace(tmp, path)
+
+
 def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
     """Remove this client's hook entries, leaving every other hook alone."""
     path = settings_path(args.scope or "user", args.settings)
@@ -1645,6 +1883,7 @@ def cmd_status(out: TextIO) -> None:
         f"config:  {cfg.config_path}" + ("" if os.path.exists(cfg.config_path) else " (absent)"),
         f"timeout: {cfg.timeout:g} s",
         f"spool:   {cfg.spool_path} ({spool.count()} event(s) waiting)",
+        f"queue:   {queue_dir()} ({len(_queued_files(queue_dir()))} hook(s) not yet spooled)",
         f"log:     {cfg.log_path}",
     ]
     last = _last_log_line(cfg.log_path)
@@ -1674,8 +1913,10 @@ def cmd_flush(out: TextIO) -> None:
         out.write("not configured: set SESSIONHUB_URL and SESSIONHUB_TOKEN\n")
         return
     spool = Spool(cfg.spool_path)
-    before = spool.count()
     deadline = Deadline(max(cfg.timeout, FLUSH_COMMAND_TIMEOUT))
+    while move_queue(cfg, spool, deadline, wait=1.0):  # queued hooks first, oldest first
+        pass
+    before = spool.count()
     state = "ok"
     while state == "ok" and spool.has_events() and deadline.net_remaining() > 0:
         state = flush_spool(cfg, spool, deadline)
@@ -1695,6 +1936,18 @@ def main(
     try:
         args = sys.argv[1:] if argv is None else list(argv)
         out = stdout if stdout is not None else sys.stdout
+        if args == ["drain"]:
+            drain(Config())
+            return 0
+        if args == ["hook", "--queue"]:
+            raw = _read_all(stdin or sys.stdin)
+            if raw.strip():
+                try:
+                    queue_event(raw, start_sender=stdin is None)
+                except OSError as exc:
+                    log(f"cannot queue the event, sending it now: {exc}")
+                    run_hook(raw, Config(), out, Deadline(Config().timeout))
+            return 0
         if not args or args in (["hook"], ["hook", "--detach"]):
             if os.environ.get("SESSIONHUB_DISABLE", "").strip() in ("1", "true", "yes"):
                 return 0
@@ -1763,7 +2016,7 @@ def _detach() -> bool:
 def args_are_cli(argv: list[str] | None) -> bool:
     """Whether main was called for a subcommand (errors may then go to stderr)."""
     args = sys.argv[1:] if argv is None else argv
-    return bool(args) and args not in (["hook"], ["hook", "--detach"])
+    return bool(args) and args not in (["hook"], ["hook", "--detach"], ["hook", "--queue"])
 
 
 def _read_all(source: BinaryIO | TextIO) -> bytes:

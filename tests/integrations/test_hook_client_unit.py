@@ -888,8 +888,13 @@ def test_install_is_idempotent_and_keeps_existing_hooks(home, tmp_path):
         # The exec form: this interpreter, no site packages, this file (issue 13: no shell,
         # no PATH lookup); async exactly for the events whose answer nobody reads.
         assert entry["command"] == os.path.abspath(sys.executable)
-        assert entry["args"][:3] == ["-S", str(Path(client.__file__).resolve()), "hook"]
-        assert entry["args"][3:] == (["--detach"] if event in client.DETACHED_EVENTS else [])
+        if event in client.ASYNC_EVENTS:
+            # The async events run the few-line queue script install wrote (no json, no
+            # compiling the whole client), which leaves the sending to one sender.
+            assert entry["args"] == ["-S", client.queue_script_path()]
+        else:
+            assert entry["args"][:3] == ["-S", str(Path(client.__file__).resolve()), "hook"]
+            assert entry["args"][3:] == (["--detach"] if event in client.DETACHED_EVENTS else [])
         assert entry.get("async", False) == (event in client.ASYNC_EVENTS)
     tool_group = settings["hooks"]["PostToolUse"][-1]
     assert tool_group["matcher"] == "*"
@@ -1081,3 +1086,109 @@ def test_session_end_resends_a_failed_turns_stop_failure_under_the_same_id(
     path.write_text(json.dumps(user) + "\n")
     run(dict(base, hook_event_name="SessionEnd", reason="other"))
     assert server.hook_requests()[-1]["body"]["hook_event_name"] == "SessionEnd"
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+def queued_files(home: Path) -> list[Path]:
+    folder = home / ".sessionhub" / "queue"
+    return sorted(folder.glob("*" + client.QUEUE_SUFFIX)) if folder.exists() else []
+
+
+def test_queued_events_are_private_and_keep_their_time_and_id(configured, server):
+    before = time.time()
+    rc, out, _ = run(tool_hook(1), ["hook", "--queue"])
+    assert (rc, out) == (0, "")
+    assert server.requests == []  # queued, not sent: the hook did no network at all
+    [path] = queued_files(configured)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert json.loads(path.read_bytes()) == tool_hook(1)  # stdin as it came
+
+    client.drain(client.Config(), linger=0)
+    [event] = server.hook_requests()[0]["body"]
+    assert event["tool_use_id"] == "toolu_1"
+    # The time is when the hook ran, not when the sender sent it.
+    occurred = event["sessionhub"]["occurred_at"]
+    stamp = time.mktime(time.strptime(occurred[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert before - 1 <= stamp <= time.time()
+    assert queued_files(configured) == [] and spool_ids(configured) == []
+    # The id comes from the file's name: a file moved twice (a sender killed between
+    # spooling it and deleting it) is the same event, which the server keeps once.
+    again = client.build_event(tool_hook(1), client.Deadline(2), queued=str(path))
+    assert again["sessionhub"]["event_id"] == event["sessionhub"]["event_id"]
+    uuid.UUID(event["sessionhub"]["event_id"])
+
+
+def test_the_sender_sends_the_queue_in_order_and_a_blocking_hook_goes_after(configured, server):
+    for n in range(5):
+        run(tool_hook(n), ["hook", "--queue"])
+    stop = {**tool_hook(9), "hook_event_name": "Stop"}
+    rc, _, _ = run(stop, ["hook"])  # moves the queue into the spool and sends it first
+    assert rc == 0
+    sent = [e["tool_use_id"] for r in server.hook_requests() for e in _events(r["body"])]
+    assert sent == [f"toolu_{n}" for n in range(5)] + ["toolu_9"]
+    assert queued_files(configured) == []
+
+
+def _events(body: object) -> list[dict]:
+    return body if isinstance(body, list) else [body]
+
+
+def test_a_server_outage_leaves_queued_events_in_the_spool(configured, server):
+    server.mode = 503
+    for n in range(3):
+        run(tool_hook(n), ["hook", "--queue"])
+    client.drain(client.Config(), linger=0)
+    assert queued_files(configured) == []
+    assert len(spool_ids(configured)) == 3  # nothing lost: the next hook or flush sends them
+    server.mode = 200
+    run(tool_hook(7), ["hook"])
+    sent = [
+        e["tool_use_id"]
+        for r in server.hook_requests()
+        if r["answer"] == 200
+        for e in _events(r["body"])
+    ]
+    assert sent == ["toolu_0", "toolu_1", "toolu_2", "toolu_7"]
+
+
+def test_the_installed_queue_script_queues_and_its_sender_delivers(configured, server):
+    client.write_queue_script()
+    script = Path(client.queue_script_path())
+    assert stat.S_IMODE(script.stat().st_mode) == 0o600
+    env = {**os.environ, "HOME": str(configured)}
+    for n in range(3):
+        done = subprocess.run(
+            [sys.executable, "-S", str(script)],
+            input=json.dumps(tool_hook(n)).encode(),
+            env=env,
+            capture_output=True,
+            timeout=30,
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, b"", b"")
+    # One detached sender delivers all three, then lingers and exits.
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and len(server.accepted_ids()) < 3:
+        time.sleep(0.05)
+    sent = [e["tool_use_id"] for r in server.hook_requests() for e in _events(r["body"])]
+    assert sorted(sent) == ["toolu_0", "toolu_1", "toolu_2"]
+    assert queued_files(configured) == []
+
+
+def test_the_queue_script_hands_an_event_it_cannot_queue_to_the_client(configured, server):
+    client.write_queue_script()
+    blocked = configured / "not-a-folder"
+    blocked.write_text("a file where the queue folder should be")
+    env = {**os.environ, "HOME": str(configured), "SESSIONHUB_QUEUE": str(blocked)}
+    done = subprocess.run(
+        [sys.executable, "-S", client.queue_script_path()],
+        input=json.dumps(tool_hook(4)).encode(),
+        env=env,
+        capture_output=True,
+        timeout=30,
+    )
+    assert done.returncode == 0
+    assert [e["tool_use_id"] for r in server.hook_requests() for e in _events(r["body"])] == [
+        "toolu_4"
+    ]
