@@ -504,7 +504,7 @@ _INCLUSIVE_AREAS = (
     ("throttling (sessionhub/throttling.py)", ("sessionhub/throttling.py:",)),
     ("authentication", ("sessionhub/authentication.py:",)),
     ("gateway adapters", ("lifecycle/adapters/",)),
-    ("redaction", ("memory/redaction.py:",)),
+    ("redaction", ("sessionhub/text/redaction/",)),
     ("queueing Celery tasks", ("celery/app/task.py:",)),
     ("JSON decode of the request", ("sessionhub/parsers.py:",)),
     ("rendering the answer", ("rest_framework/renderers.py:",)),

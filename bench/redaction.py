@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""How fast ``memory.redaction.redact_text`` is on the strings gateways actually send.
+"""How fast ``sessionhub.text.redaction.redact_text`` is on the strings gateways actually send.
 
 The corpus is every string value in the shared fixtures: each Claude Code hook line and
 transcript line, each OpenClaw hook call, and each text of ``secrets.jsonl``. The corpus
@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from memory import redaction  # noqa: E402
-from memory.redaction import RULES_VERSION, redact_text  # noqa: E402  (pure Python)
+from sessionhub.text import redaction  # noqa: E402
+from sessionhub.text.redaction import RULES_VERSION, redact_text  # noqa: E402  (pure Python)
 
 # The same strings are redacted over and over here; the cache of short clean strings
 # would answer the repeats and flatter the figures, so it is off for the measurement.

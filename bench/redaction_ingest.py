@@ -2,7 +2,7 @@
 """What redaction costs on the ingest path, printed beside what the database write costs.
 
 Every payload of the shared fixtures (each Claude Code hook line, each OpenClaw hook call,
-each text of ``secrets.jsonl``) goes through ``memory.redaction.redact_value``, the call
+each text of ``secrets.jsonl``) goes through ``sessionhub.text.redaction.redact_value``, the call
 ingestion makes on every event, over and over for a few seconds: that gives strings
 redacted per second. Then the same redacted payloads are written as JSONB rows into a
 scratch table of a scratch PostgreSQL database (``sessionhub_bench``, created if missing)
@@ -34,8 +34,8 @@ from urllib.parse import urlsplit, urlunsplit
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from memory import redaction  # noqa: E402
-from memory.redaction import RULES_VERSION, redact_value  # noqa: E402  (pure Python, no Django)
+from sessionhub.text import redaction  # noqa: E402
+from sessionhub.text.redaction import RULES_VERSION, redact_value  # noqa: E402  (pure Python, no Django)
 
 # The same strings are redacted over and over here; the cache of short clean strings
 # would answer the repeats and flatter the figures, so it is off for the measurement.

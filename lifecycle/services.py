@@ -26,12 +26,11 @@ from django.db.models import Case, CharField, Field, Model, Q, Value, When
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from memory.continuity import pins_release
-from memory.redaction import RULES_VERSION, redact_key, redact_text, redact_value
 from sessionhub.models import ApiToken, Team
 from sessionhub.resilience import breaker_for, throttled
+from sessionhub.text.redaction import RULES_VERSION, redact_key, redact_text, redact_value
 
-from . import state
+from . import signals, state
 from .adapters import EventInvalid, NormalizedEvent
 from .adapters import canonical as canonical_adapter
 from .adapters import claude_code as claude_code_adapter
@@ -295,7 +294,7 @@ def events_store(
                 session.successor_external_id = fold.facts["next_session_id"]
         closed = was_open and not session.is_open
         if closed:
-            pins_release(session, session.ended_at)
+            signals.session_closed.send(Session, session=session, ended_at=session.ended_at)
             # Its summary is wanted now: queued at once, even when a run is already
             # waiting (a second run finds nothing new and costs little).
             ending.append(str(session_pk))
@@ -1114,7 +1113,7 @@ def session_close(
     was_open = session.is_open
     _advance(session, [state.FoldEvent(kind=EventKind.SESSION_END, occurred_at=at, facts=facts)])
     if was_open and not session.is_open:
-        pins_release(session, session.ended_at)
+        signals.session_closed.send(Session, session=session, ended_at=session.ended_at)
     session.memory_dirty_at = timezone.now()
     session.save()
     pk = str(session.pk)
@@ -1170,8 +1169,9 @@ def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> in
     lost by not queueing: after a first failure the broker's circuit breaker skips the
     publish at once, and the outage is logged once per interval, not per request.
     """
-    from memory.tasks import process_session
-
+    process_session = signals.session_task()
+    if process_session is None:
+        return 0  # no app distils sessions here; the marks stay for when one does
     ids = list(session_ids)
     conf = process_session.app.conf
     breaker = None if conf.task_always_eager else breaker_for(conf.broker_url)

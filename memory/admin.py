@@ -3,15 +3,30 @@ what happened, so they are read-only here."""
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import uuid
+from typing import Any, cast
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
+from django.core.serializers.json import DjangoJSONEncoder
+from django.db import transaction
 from django.db.models import Count, QuerySet
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.html import format_html
 
+from lifecycle.admin import CONTINUE_CHOICES
+from lifecycle.admin import SessionAdmin as LifecycleSessionAdmin
+from lifecycle.models import Session
 from sessionhub.admin import TeamScopedAdmin
+from sessionhub.exceptions import ApiError
+from sessionhub.text.redaction import RULES_VERSION
 
+from .continuity import continuity_continue
+from .export import session_export
 from .models import (
     ContinuityRecord,
     LlmUsage,
@@ -22,6 +37,7 @@ from .models import (
     Summary,
     TaskFailure,
 )
+from .tasks import reredact_sessions, summarize_session
 
 
 class ReadOnlyAdmin(TeamScopedAdmin):
@@ -166,3 +182,175 @@ class TaskFailureAdmin(ReadOnlyAdmin):
     def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         # Failures that were looked into may be cleared.
         return bool(getattr(request.user, "is_superuser", False))
+
+
+# --- the session actions memory adds to lifecycle's session admin -----------------------
+
+
+class ContinueForm(forms.Form):
+    """Which session continues from the chosen one (same team only)."""
+
+    target = forms.ChoiceField(
+        label="Session that continues",
+        required=False,
+        help_text=f"The {CONTINUE_CHOICES} newest sessions of the team.",
+    )
+    target_id = forms.CharField(
+        label="…or its id",
+        required=False,
+        help_text="A SessionHub id or the gateway's session id, when it is not in the list.",
+    )
+
+    def __init__(self, *args: Any, source: Session, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.source = source
+        candidates = (
+            Session.objects.filter(team_id=source.team_id)
+            .exclude(pk=source.pk)
+            .select_related("agent")
+            .order_by("-started_at", "-id")[:CONTINUE_CHOICES]
+        )
+        cast(forms.ChoiceField, self.fields["target"]).choices = [("", "—")] + [
+            (
+                str(s.pk),
+                f"{s.external_id} · {s.agent} · {s.get_status_display()}"
+                f" · {s.started_at:%Y-%m-%d %H:%M}"
+                if s.started_at
+                else f"{s.external_id} · {s.agent} · {s.get_status_display()}",
+            )
+            for s in candidates
+        ]
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        wanted = (cleaned.get("target_id") or "").strip() or cleaned.get("target") or ""
+        if not wanted:
+            raise forms.ValidationError("Choose the session that continues.")
+        sessions = Session.objects.filter(team_id=self.source.team_id).select_related("agent")
+        try:
+            target = sessions.filter(pk=uuid.UUID(wanted)).first()
+        except ValueError:
+            target = None
+        if target is None:
+            target = sessions.filter(external_id=wanted).first()
+        if target is None:
+            raise forms.ValidationError(f"No session {wanted!r} in team {self.source.team}.")
+        if target.pk == self.source.pk:
+            raise forms.ValidationError("A session cannot continue itself.")
+        cleaned["session"] = target
+        return cleaned
+
+
+admin.site.unregister(Session)
+
+
+@admin.register(Session)
+class SessionAdmin(LifecycleSessionAdmin):
+    """Lifecycle's session admin with what memory can do to a session."""
+
+    actions = ["continue_from", "resummarize", "export_json", "reredact"]
+
+    @admin.action(description="Continue from this session…")
+    def continue_from(self, request: HttpRequest, queryset: QuerySet[Session]) -> Any:
+        """Ask which session inherits, then run a manual continue into it."""
+        sources = list(queryset.select_related("team", "agent")[:2])
+        if len(sources) != 1:
+            self.message_user(
+                request, "Select exactly one session to continue from.", messages.WARNING
+            )
+            return None
+        source = sources[0]
+        applying = request.POST.get("apply") == "1"
+        form = ContinueForm(request.POST if applying else None, source=source)
+        if applying and form.is_valid():
+            target = form.cleaned_data["session"]
+            try:
+                record = continuity_continue(target=target, source=source, user=request.user)
+            except ApiError as exc:
+                self.message_user(request, f"Nothing was continued: {exc.message}", messages.ERROR)
+                return None
+            pins = len(record.inherited_pins or [])
+            self.log_change(
+                request,
+                target,
+                f"Continued from session {source} (continuity record {record.pk}; "
+                f"{pins} pin(s) inherited)",
+            )
+            self.log_change(
+                request, source, f"Continued into session {target} (continuity record {record.pk})"
+            )
+            self.message_user(
+                request,
+                format_html(
+                    "Session {} now continues from {}: continuity record #{}, {} pin(s) "
+                    'inherited, a preamble of {} characters. <a href="{}">See it on the '
+                    "dashboard</a>.",
+                    target,
+                    source,
+                    record.pk,
+                    pins,
+                    len(record.preamble),
+                    reverse("dashboard:session", args=[target.pk]) + "#continuity",
+                ),
+                messages.SUCCESS,
+            )
+            return None
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Continue from a session",
+            "opts": self.model._meta,
+            "source": source,
+            "form": form,
+            "action_checkbox_name": ACTION_CHECKBOX_NAME,
+        }
+        request.current_app = self.admin_site.name
+        return TemplateResponse(request, "admin/lifecycle/session/continue_from.html", context)
+
+    @admin.action(description="Re-summarize the selected sessions")
+    def resummarize(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        """Queue a summary rebuild per selected session (an LLM may take its time: never
+        inside the request); each run logs what it built."""
+        sessions = list(queryset.select_related("team"))
+        ids = [str(session.pk) for session in sessions]
+        transaction.on_commit(lambda: [summarize_session.delay(pk) for pk in ids])
+        self._log(request, sessions, "Re-summarize queued")
+        self.message_user(
+            request,
+            f"Queued a summary rebuild for {len(sessions)} session(s); the dashboard shows "
+            "each new summary when it is done.",
+            messages.SUCCESS,
+        )
+
+    @admin.action(description="Export the selected sessions as JSON")
+    def export_json(self, request: HttpRequest, queryset: QuerySet[Session]) -> HttpResponse:
+        """One JSON document per session (a list of them when several are selected)."""
+        sessions = list(queryset.select_related("team", "agent").order_by("started_at", "id"))
+        documents = [session_export(session) for session in sessions]
+        body: Any = documents[0] if len(documents) == 1 else documents
+        self._log(request, sessions, "Exported as JSON")
+        name = (
+            f"session-{sessions[0].pk}.json"
+            if len(sessions) == 1
+            else f"sessions-{len(sessions)}.json"
+        )
+        response = HttpResponse(
+            json.dumps(body, cls=DjangoJSONEncoder, ensure_ascii=False, indent=2),
+            content_type="application/json",
+        )
+        response["Content-Disposition"] = f'attachment; filename="{name}"'
+        return response
+
+    @admin.action(description="Re-redact the selected sessions (current rules)")
+    def reredact(self, request: HttpRequest, queryset: QuerySet[Session]) -> None:
+        """Queue the current redaction rules over the selected sessions' rows written under
+        older ones (their events, memory, pins and agents); the run logs what it changed."""
+        sessions = list(queryset)
+        ids = [str(session.pk) for session in sessions]
+        transaction.on_commit(lambda: reredact_sessions.delay(ids))
+        self._log(request, sessions, f"Re-redaction queued (rules v{RULES_VERSION})")
+        self.message_user(
+            request,
+            f"Queued re-redaction of {len(sessions)} session(s) under rules v{RULES_VERSION}; "
+            "rows already under these rules are left as they are.",
+            messages.SUCCESS,
+        )

@@ -12,10 +12,15 @@ class MemoryConfig(AppConfig):
         from celery.signals import task_failure
         from django.conf import settings
 
-        from .redaction import set_identity_key
-        from .signals import record_task_failure
+        from lifecycle.signals import register_session_task, session_closed
+        from sessionhub.text.redaction import set_identity_key
+
+        from .signals import record_task_failure, release_pins_at_close
+        from .tasks import process_session
 
         task_failure.connect(record_task_failure, weak=False)
+        session_closed.connect(release_pins_at_close, weak=False)
+        register_session_task(process_session)
         # Every process must hash identifiers alike: the key comes from settings.
         configured = settings.SESSIONHUB.get("IDENTITY_KEY") or ""
         key = configured or "sessionhub-identity:" + settings.SECRET_KEY

@@ -29,11 +29,11 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from lifecycle.models import Agent, Session, SessionStatus, foreground_q
+from sessionhub.text.redaction import RULES_VERSION, redact_text
 
 from . import features as feature_lib
 from . import relevance as relevance_lib
 from .models import ContinuityRecord, Pin, SessionFeatures, Summary
-from .redaction import RULES_VERSION, redact_text
 
 CLOSED = (SessionStatus.ENDED, SessionStatus.CRASHED)
 

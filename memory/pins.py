@@ -11,9 +11,9 @@ from django.utils import timezone
 
 from lifecycle.models import Agent, Session
 from sessionhub.exceptions import Conflict, ValidationFailed
+from sessionhub.text.redaction import RULES_VERSION, redact_text
 
 from .models import Pin
-from .redaction import RULES_VERSION, redact_text
 
 LABEL_MAX = 200
 CONTENT_MAX = 4000

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+from collections.abc import Sequence
 from datetime import date
 from typing import Any
 
@@ -20,6 +21,8 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
+from sessionhub.text.redaction import RULES_VERSION, redact_text, redact_value
+from sessionhub.text.tails import tail_words
 
 from . import features as feature_lib
 from .models import (
@@ -31,7 +34,6 @@ from .models import (
     StreamTail,
     Summary,
 )
-from .redaction import RULES_VERSION, redact_text, redact_value
 from .summaries import (
     LlmUnavailable,
     SummaryInput,
@@ -39,7 +41,6 @@ from .summaries import (
     summarize_extractive,
     summarize_llm,
 )
-from .tails import tail_words
 
 logger = logging.getLogger(__name__)
 
@@ -391,10 +392,13 @@ def latest_tail(session: Session) -> StreamTail | None:
     return StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first()
 
 
-def rows_reredact(*, model: Any, fields: list[str], batch: int = 500) -> int:
-    """Redact stored rows written under older rules; returns how many changed."""
+def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:
+    """Redact stored rows written under older rules (those ``only`` selects, when given);
+    returns how many changed."""
     changed = 0
     queryset = model.objects.filter(redaction_version__lt=RULES_VERSION).order_by("pk")
+    if only is not None:
+        queryset = queryset.filter(only)
     last_pk: Any = None
     while True:
         page = queryset if last_pk is None else queryset.filter(pk__gt=last_pk)
@@ -411,8 +415,22 @@ def rows_reredact(*, model: Any, fields: list[str], batch: int = 500) -> int:
     return changed
 
 
-def reredact_everything(progress: Any = None) -> dict[str, int]:
-    """Re-redact every kind of stored row; ``progress(name, count)`` is told as it goes."""
+def _of_sessions(model: Any, session_ids: list[str]) -> Q:
+    """The rows of ``model`` that belong to these sessions."""
+    if model is Session:
+        return Q(pk__in=session_ids)
+    if model is Agent:
+        return Q(pk__in=Session.objects.filter(pk__in=session_ids).values("agent_id"))
+    if model is Pin:
+        return Q(origin_session_id__in=session_ids)
+    return Q(session_id__in=session_ids)
+
+
+def reredact_everything(
+    progress: Any = None, session_ids: Sequence[str] | None = None
+) -> dict[str, int]:
+    """Re-redact every kind of stored row (of these sessions only, when given: their
+    events, memory, pins and agents); ``progress(name, count)`` is told as it goes."""
     plan: list[tuple[Any, list[str]]] = [
         (LifecycleEvent, ["payload", "facts"]),
         (Pin, ["label", "content"]),
@@ -428,7 +446,8 @@ def reredact_everything(progress: Any = None) -> dict[str, int]:
     ]
     changed: dict[str, int] = {}
     for model, fields in plan:
-        changed[model.__name__] = rows_reredact(model=model, fields=fields)
+        only = None if session_ids is None else _of_sessions(model, list(session_ids))
+        changed[model.__name__] = rows_reredact(model=model, fields=fields, only=only)
         if progress is not None:
             progress(model.__name__, changed[model.__name__])
     return changed

@@ -1,4 +1,5 @@
-"""Task failures land in the database so the admin shows them."""
+"""The memory app's receivers: pins released when a session closes, task failures kept
+in the database so the admin shows them."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import logging
 import traceback as tb
 from typing import Any
 
+from .continuity import pins_release
+from .models import TaskFailure
+
 logger = logging.getLogger(__name__)
+
+
+def release_pins_at_close(sender: Any, session: Any, ended_at: Any, **_: Any) -> None:
+    """A closed session's pins go back to its agent (inside the ingest transaction)."""
+    pins_release(session, ended_at)
 
 
 def record_task_failure(
@@ -18,8 +27,6 @@ def record_task_failure(
     **_: Any,
 ) -> None:
     """Store one failed task run (never raising: a failure to record is only logged)."""
-    from .models import TaskFailure
-
     try:
         TaskFailure.objects.create(
             task_name=getattr(sender, "name", str(sender))[:200],

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from celery import shared_task
 from django.db import InterfaceError, OperationalError
 
+from lifecycle.models import Session
+
 from . import pipeline
+
+logger = logging.getLogger(__name__)
 
 # Database hiccups are worth retrying; anything else is a bug and is recorded.
 _RETRY: dict[str, Any] = {
@@ -42,13 +47,22 @@ def process_session(session_id: str) -> bool:
 @shared_task(**_RETRY)
 def summarize_session(session_id: str) -> bool:
     """Rebuild one session's summary on request."""
-    from lifecycle.models import Session
-
     session = Session.objects.select_related("team").filter(pk=session_id).first()
     if session is None:
         return False
-    pipeline.summary_build(session)
+    summary = pipeline.summary_build(session)
+    logger.info("summary of session %s rebuilt (%s)", session_id, summary.method)
     return True
+
+
+@shared_task(**_RETRY)
+def reredact_sessions(session_ids: list[str]) -> int:
+    """Re-apply the current redaction rules to these sessions' rows under older ones."""
+    changed = pipeline.reredact_everything(session_ids=session_ids)
+    total = sum(changed.values())
+    parts = ", ".join(f"{name} {n}" for name, n in changed.items())
+    logger.info("re-redacted %s session(s): %s row(s) changed (%s)", len(session_ids), total, parts)
+    return total
 
 
 @shared_task(**_RETRY)

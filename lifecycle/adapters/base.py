@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from lifecycle.models import EndReason
-from memory.redaction import keyed_form, redact_text
+from sessionhub.text.redaction import keyed_form, redact_text
 
 EVENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=\-]{0,199}$")
 MAX_ID_LENGTH = 200
@@ -104,7 +104,7 @@ def event_identifier(value: Any, name: str = "event_id") -> str:
 # same raw value must always give the same stored value, and two raw values two stored
 # values. Redaction alone breaks the second (two secrets, one marker), so an identifier
 # is stored in its keyed form: itself when it holds no secret, else its redacted form plus
-# a keyed hash of the raw value (``memory.redaction.keyed_form``). The adapters validate
+# a keyed hash of the raw value (``sessionhub.text.redaction.keyed_form``). The adapters validate
 # raw values, then key them; nothing downstream sees the raw identifier.
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from lifecycle.models import EventKind, Source
-from memory.tails import reasoning_from_text
+from sessionhub.text.tails import reasoning_from_text
 
 from .base import (
     EventInvalid,

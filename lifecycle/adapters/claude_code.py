@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from lifecycle.models import EventKind, Source
-from memory.redaction import keyed_form
-from memory.tails import reasoning_from_text
+from sessionhub.text.redaction import keyed_form
+from sessionhub.text.tails import reasoning_from_text
 
 from .base import (
     EventInvalid,

@@ -26,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from lifecycle.models import EventKind, Source
-from memory.tails import reasoning_and_final, reasoning_from_text
+from sessionhub.text.tails import reasoning_and_final, reasoning_from_text
 
 from .base import (
     EventInvalid,

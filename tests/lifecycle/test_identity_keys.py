@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from lifecycle.adapters.base import normalize_git_remote
 from lifecycle.models import Agent, LifecycleEvent, Session
-from memory.redaction import redact_text
+from sessionhub.text.redaction import redact_text
 
 # Transactional: the memory pipeline runs after commit, as in production.
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,8 +12,8 @@ from django.utils import timezone
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
 from memory.models import Pin
-from memory.redaction import RULES_VERSION
 from sessionhub.models import Team
+from sessionhub.text.redaction import RULES_VERSION
 from tests.conftest import FIXTURES, claude_code_hooks, read_jsonl
 
 # --- model rows ---------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
 from memory import pipeline
 from memory.models import Observation, SessionFeatures, StreamTail, Summary
-from memory.redaction import redact_text
+from sessionhub.text.redaction import redact_text
 from tests.conftest import CLAUDE_CODE_SCENARIOS, OPENCLAW_SCENARIOS, openclaw_hooks
 
 from .factories import EventFactory, SessionFactory, claude_code_as_sent, transcript

@@ -1,4 +1,4 @@
-"""Tests for memory.redaction: recall on real formats, no false positives on ordinary
+"""Tests for sessionhub.text.redaction: recall on real formats, no false positives on ordinary
 code and text, redact_value on nested payloads, idempotency and speed guards.
 
 Every key below is generated here from a seeded RNG in the shape of the real format;
@@ -19,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from memory import redaction
-from memory.redaction import RULES_VERSION, contains_secret, redact_text, redact_value
+from sessionhub.text import redaction
+from sessionhub.text.redaction import RULES_VERSION, contains_secret, redact_text, redact_value
+from sessionhub.text.redaction import engine as redaction_engine
+from sessionhub.text.redaction import rules as redaction_rules
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -795,7 +797,7 @@ def test_redaction_repeats_until_stable() -> None:
 
 
 def test_rules_never_accept_a_match_over_a_marker() -> None:
-    rule = redaction._Rule("anything", (("x", 0),), re.compile(r"\S+"))
+    rule = redaction_rules._Rule("anything", (("x", 0),), re.compile(r"\S+"))
     assert rule.accepts(rule.pattern.match("x-plain-value"))
     assert not rule.accepts(rule.pattern.match("x[REDACTED:jwt]y"))
 
@@ -1024,7 +1026,7 @@ ORDINARY_SHORT = [
 def test_prefilter_rejects_ordinary_short_strings() -> None:
     """Ordinary strings must not even reach the rules; that is where the speed comes from."""
     for text in ORDINARY_SHORT:
-        assert redaction._PREFILTER.search(text) is None, text
+        assert redaction_engine._PREFILTER.search(text) is None, text
 
 
 def test_ordinary_short_strings_are_fast() -> None:

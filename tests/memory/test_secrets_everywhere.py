@@ -35,7 +35,7 @@ from rest_framework.test import APIClient
 from lifecycle.adapters.base import MAX_STORED_STRING
 from lifecycle.models import Agent, Session
 from memory import pipeline
-from memory.redaction import redact_text
+from sessionhub.text.redaction import redact_text
 from tests.conftest import FIXTURES, read_jsonl
 from tests.dashboard.factories import MembershipFactory, UserFactory
 from tests.memory.test_redaction import RECALL

@@ -31,8 +31,8 @@ from memory.models import (
     Summary,
     TaskFailure,
 )
-from memory.redaction import RULES_VERSION
 from sessionhub.celery import app
+from sessionhub.text.redaction import RULES_VERSION
 from tests.conftest import openclaw_hooks
 
 from .factories import EventFactory, SessionFactory, claude_code_as_sent

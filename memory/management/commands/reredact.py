@@ -9,7 +9,7 @@ from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
 from memory.pipeline import reredact_everything
-from memory.redaction import RULES_VERSION
+from sessionhub.text.redaction import RULES_VERSION
 
 
 def _advance(bar: tqdm, note: str) -> None:

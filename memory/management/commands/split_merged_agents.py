@@ -21,7 +21,7 @@ from django.utils import timezone
 from lifecycle.adapters.claude_code import agent_identity
 from lifecycle.models import Agent, Session, Source
 from memory.models import Pin
-from memory.redaction import KEYED_SEPARATOR, RULES_VERSION
+from sessionhub.text.redaction import KEYED_SEPARATOR, RULES_VERSION
 
 _MARKER = "[REDACTED:"
 

@@ -1,0 +1,297 @@
+"""Secret redaction for everything SessionHub stores.
+
+Every string of every ingested event passes through :func:`redact_text`, so the common
+case (a string holding no secret at all) has to be close to free. The engine is a
+keyword-anchored rule set:
+
+* Each rule owns a few short literal *anchors* that every one of its matches contains
+  at a known offset (``ghp_`` at the start of a GitHub token, ``ken`` two characters into
+  ``token``...).
+* All anchors are compiled into one prefilter regex shaped as a trie whose branches
+  start with literal characters. CPython's regex engine then skips every position whose
+  character cannot start an anchor, and anchors were picked to start on characters that
+  are rare in prose and code (``k``, ``y``, ``:``...) rather than ``e``/``t``/``a``/``s``.
+  A string without anchors costs one such scan and nothing else.
+* A rule is only ever tried where one of its anchors was found: its pattern is matched
+  at that position, never scanned over the whole string. Long tool outputs thus cost a
+  linear prefilter scan plus a constant per anchor hit.
+* Exact token formats run first, then headers and command lines, then the generic
+  ``key = value`` assignments. High-entropy values are redacted only in such contexts
+  (the key names a secret), so git SHAs, UUIDs and digests elsewhere survive.
+
+A secret becomes ``[REDACTED:<type>]``. Markers are never matched again and redaction is
+repeated until nothing changes, so ``redact_text(redact_text(t)) == redact_text(t)``.
+
+Pure Python and no Django: importable from workers, scripts and benchmarks alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+from collections.abc import Iterable
+
+from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
+from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
+from .values import _CAMEL_BOUNDARY, _MARKER_PREFIX, _MAX_ROUNDS, RULES_VERSION, _marker
+
+__all__ = [
+    "RULES_VERSION",
+    "contains_secret",
+    "keyed_form",
+    "redact_key",
+    "redact_shared",
+    "redact_text",
+    "redact_value",
+    "set_identity_key",
+]
+
+# ---------------------------------------------------------------------------------------
+# Public API
+# ---------------------------------------------------------------------------------------
+
+
+# Short strings that hold an anchor but no secret and come again and again, such as the
+# channel "cli" of every Claude Code event (the anchor of the CLI password rule): each
+# costs a full rule pass unless it is found here. Only strings that redaction left as
+# they were are kept, so no secret stays in memory through it; one-off strings (ids that
+# happen to hold "c_") only fill it up, and it starts again empty when full.
+_CLEAN_MAX_LENGTH = 200
+_CLEAN_MAX_ENTRIES = 4096
+_anchored_clean: set[str] = set()
+
+
+def redact_text(text: str) -> str:
+    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<type>]``."""
+    if _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
+        return text
+    short = len(text) <= _CLEAN_MAX_LENGTH
+    if short and text in _anchored_clean:
+        return text
+    result = _redact_once(text)
+    if result is text:
+        if short:
+            if len(_anchored_clean) >= _CLEAN_MAX_ENTRIES:
+                _anchored_clean.clear()  # unique strings (ids) would fill it otherwise
+            _anchored_clean.add(text)
+        return text
+    # A replacement can hand a rule that already ran a new context (a token removed from
+    # inside a longer value, say); repeat until stable so a second call changes nothing.
+    for _ in range(_MAX_ROUNDS - 1):
+        again = _redact_once(result)
+        if again == result:
+            break
+        result = again
+    return result
+
+
+# --- identifiers: keys that must keep working as keys -----------------------------------
+
+# Set once at start-up (``MemoryConfig.ready`` passes the ``IDENTITY_KEY`` setting): the
+# keyed hash has to be the same in every process, or one identity would split in two.
+_identity_key: bytes | None = None
+_KEYED_DIGEST = 20  # hex digits (80 bits): no two identifiers of a team will share one
+KEYED_SEPARATOR = "~"
+
+
+def set_identity_key(key: bytes) -> None:
+    """The secret behind :func:`keyed_form`'s hashes."""
+    global _identity_key
+    if not key:
+        raise ValueError("the identity key must not be empty")
+    _identity_key = bytes(key)
+
+
+def identity_digest(raw: str) -> str:
+    """A keyed hash of ``raw``: equal for equal strings, and useless to anyone without the
+    key for guessing what ``raw`` was (a plain hash of a short password would not be)."""
+    if _identity_key is None:
+        raise RuntimeError("memory.redaction.set_identity_key() was never called")
+    data = raw.encode("utf-8", "surrogatepass")
+    return hmac.new(_identity_key, data, hashlib.sha256).hexdigest()[:_KEYED_DIGEST]
+
+
+def keyed_form(raw: str, shown: str | None = None, *, limit: int = 200) -> str:
+    """How an identifier is stored and shown: ``raw`` itself when it holds no secret, else
+    its redacted form followed by ``~`` and a keyed hash of ``raw``.
+
+    Two identifiers that redaction would make alike (``first-token:[REDACTED:...]`` for
+    two projects) stay two keys, and a retried delivery gives the same form again, while
+    neither the database nor any answer ever holds the secret. ``shown`` is the redacted
+    form when the caller derived it (from redacted parts) itself; ``limit`` the column's
+    length, which the result never exceeds.
+    """
+    if shown is None:
+        shown = redact_text(raw)
+    if shown == raw:
+        return raw
+    suffix = KEYED_SEPARATOR + identity_digest(raw)
+    return shown[: max(0, limit - len(suffix))] + suffix
+
+
+# Object keys are few and repeat endlessly (as for ``_key_kinds``): the clean ones are
+# remembered, so a payload's keys cost a set lookup each.
+_clean_keys: set[str] = set()
+_KEY_CACHE_MAX_LENGTH = 200
+
+
+def redact_key(key: str) -> str:
+    """A JSON object key as stored: unchanged unless it holds a secret, then keyed (two
+    secret keys of one object must not become one)."""
+    if key in _clean_keys:
+        return key
+    stored = keyed_form(key, limit=max(len(key), _KEY_CACHE_MAX_LENGTH))
+    if stored is key and len(key) <= _KEY_CACHE_MAX_LENGTH:
+        if len(_clean_keys) >= _CLEAN_MAX_ENTRIES:
+            _clean_keys.clear()
+        _clean_keys.add(key)
+    return stored
+
+
+def contains_secret(text: str) -> bool:
+    """Tell cheaply whether ``redact_text`` would find anything to redact in ``text``."""
+    if not _has_anchor(text):
+        return False
+    for index, spots in _plan(text).items():
+        rule = _RULES[index]
+        for position, anchor_start in spots:
+            m = rule.find(text, position, anchor_start)
+            if m is not None and rule.accepts(m):
+                return True
+    return False
+
+
+# Dictionary keys whose string values are secrets as a whole, by their last word.
+_SECRET_KEY_WORDS = {
+    "password": "password",
+    "passwd": "password",
+    "passphrase": "password",
+    "passcode": "password",
+    "secret": "secret",
+    "secrets": "secret",
+    "token": "token",
+    "apikey": "api_key",
+    "accesskey": "access_key",
+    "secretkey": "secret_key",
+    "privatekey": "private_key",
+    "authorization": "authorization",
+    "auth": "authorization",
+    "credential": "credentials",
+    "credentials": "credentials",
+    "cookie": "cookie",
+}
+_KEY_SEPARATORS = re.compile(r"[^a-z0-9]+")
+_key_kinds: dict[str, str | None] = {}
+
+
+def _secret_key_kind(key: str) -> str | None:
+    """The redaction type for a dict key that names a secret, else None."""
+    try:
+        return _key_kinds[key]
+    except KeyError:
+        pass
+    words = [w for w in _KEY_SEPARATORS.split(_CAMEL_BOUNDARY.sub("_", key).lower()) if w]
+    kind: str | None = None
+    if words:
+        last = words[-1]
+        before = words[-2] if len(words) > 1 else ""
+        if last == "token" and before in _BENIGN_TOKEN_QUALIFIERS:
+            kind = None
+        elif last in _SECRET_KEY_WORDS:
+            kind = _SECRET_KEY_WORDS[last]
+        elif last == "key" and before in _KEY_QUALIFIERS:
+            kind = f"{before}_key"
+        elif last in ("pass", "pwd") and before and before != "old":
+            kind = "password"  # db_pass, DB_PWD; a bare "pwd" is a working directory
+    if len(_key_kinds) < 4096:  # payload key names are few and repeat endlessly
+        _key_kinds[key] = kind
+    return kind
+
+
+def _is_marker(value: str) -> bool:
+    return value.startswith(_MARKER_PREFIX) and value.find("]") == len(value) - 1
+
+
+def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: bool = True) -> object:
+    """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole,
+    and keys that hold a secret are stored in their keyed form (:func:`redact_key`).
+
+    ``memo`` (text -> redact_text(text)), when given, is consulted and filled: values
+    that share strings, such as an event's payload and the facts drawn from it, then
+    redact each string once. Redaction is deterministic, so the result is the same.
+
+    ``copy=False`` returns ``value`` itself when redacting it would change nothing (the
+    usual case: no secret anywhere), found in one walk that builds nothing.
+    """
+    if isinstance(value, str):
+        return redact_text(value) if memo is None else redact_shared(value, memo)
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    if not copy:
+        if memo is None:
+            memo = {}  # the walk's results, for the copy if one is needed after all
+        if _unchanged(value, memo):
+            return value
+    # An explicit stack instead of recursion: no payload depth can exhaust the C stack.
+    root: dict | list = {} if isinstance(value, dict) else []
+    stack: list[tuple[dict | list | tuple, dict | list]] = [(value, root)]
+    while stack:
+        source, target = stack.pop()
+        pairs = source.items() if isinstance(source, dict) else ((None, x) for x in source)
+        for key, item in pairs:
+            if isinstance(item, str):
+                copied: object = _redacted_item(key, item, memo)
+            elif isinstance(item, dict):
+                copied = {}
+                stack.append((item, copied))
+            elif isinstance(item, (list, tuple)):
+                copied = []
+                stack.append((item, copied))
+            else:
+                copied = item
+            if isinstance(target, dict):
+                target[redact_key(key) if isinstance(key, str) else key] = copied
+            else:
+                target.append(copied)
+    return root
+
+
+def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
+    """Whether ``redact_value`` would return a structure equal to ``value`` (tuples,
+    which it turns into lists, count as changes)."""
+    stack: list[object] = [value]
+    while stack:
+        source = stack.pop()
+        if isinstance(source, dict):
+            pairs: Iterable[tuple[object, object]] = source.items()
+        elif isinstance(source, list):
+            pairs = ((None, x) for x in source)
+        else:
+            return False  # a tuple
+        for key, item in pairs:
+            if isinstance(key, str) and redact_key(key) is not key:
+                return False
+            if isinstance(item, str):
+                if _redacted_item(key, item, memo) != item:
+                    return False
+            elif isinstance(item, (dict, list, tuple)):
+                stack.append(item)
+    return True
+
+
+def _redacted_item(key: object, item: str, memo: dict[str, str] | None) -> str:
+    """One string of a structure: whole when its key names a secret, else its text
+    redacted (through ``memo`` when there is one)."""
+    kind = _secret_key_kind(key) if item and isinstance(key, str) else None
+    if kind is not None:
+        return item if _is_marker(item) else _marker(kind)
+    return redact_text(item) if memo is None else redact_shared(item, memo)
+
+
+def redact_shared(text: str, memo: dict[str, str]) -> str:
+    """``redact_text`` through a memo shared with other calls (see ``redact_value``)."""
+    result = memo.get(text)
+    if result is None:
+        result = memo[text] = redact_text(text)
+    return result
