@@ -496,7 +496,7 @@ _LEAF_KINDS = (
 )
 
 _INCLUSIVE_AREAS = (
-    ("lifecycle.services.events_store", ("lifecycle/services.py:events_store",)),
+    ("lifecycle.ingest.store.events_store", ("lifecycle/ingest/store.py:events_store",)),
     ("session lock (SELECT ... FOR UPDATE)", ("lifecycle/services.py:_sessions_resolve",)),
     ("event INSERT", ("lifecycle/services.py:insert_events",)),
     ("transaction commit", ("django/db/transaction.py:Atomic.__exit__",)),

@@ -42,7 +42,7 @@ def main() -> int:
     import django
 
     django.setup()
-    from lifecycle.services import enqueue_session_work
+    from lifecycle.ingest.outbox import enqueue_session_work
     from sessionhub.throttling import TokenRateThrottle
 
     throttle = TokenRateThrottle()

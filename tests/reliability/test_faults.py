@@ -262,7 +262,7 @@ def test_publishing_with_the_broker_away_fails_fast(settings: Any) -> None:
     milliseconds (the outbox keeps the work), not seconds on the agent's hot path."""
     from kombu import pools
 
-    from lifecycle.services import enqueue_session_work
+    from lifecycle.ingest.outbox import enqueue_session_work
     from sessionhub.celery import app
 
     saved = (app.conf.broker_url, app.conf.task_always_eager)

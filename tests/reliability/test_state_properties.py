@@ -35,6 +35,7 @@ from hypothesis import strategies as st
 from lifecycle import services, state
 from lifecycle.adapters import EventInvalid, NormalizedEvent, canonical, claude_code, openclaw
 from lifecycle.adapters.base import EVENT_ID_RE
+from lifecycle.ingest import fold
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus, Source
 from sessionhub.models import Team
 
@@ -372,7 +373,7 @@ def check_session(session: Session, expected: dict[str, tuple[str, str]]) -> Non
     # What the ingest path built step by step is what a fold of the whole log gives.
     stored = fold_state(session)
     refolded = Session.objects.get(pk=session.pk)
-    services.session_refold(refolded)
+    fold.session_refold(refolded)
     assert fold_state(refolded) == stored
 
 

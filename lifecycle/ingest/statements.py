@@ -1,0 +1,278 @@
+"""The hand-built statements of the hot path, each one round trip: the locked read of the
+request's sessions, the session UPDATE (one or many), the event INSERT (PostgreSQL: from
+one JSON document). Each has a test against its ORM equivalent on PostgreSQL and SQLite."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Sequence
+from typing import Any, cast
+
+import orjson
+import psycopg
+from django.db import connection
+from django.db.models import CharField, Field, Model
+from django.utils import timezone
+from psycopg.types.json import Jsonb
+
+from sessionhub.models import Team
+
+from .. import state
+from ..models import LifecycleEvent, Session
+
+logger = logging.getLogger(__name__)
+
+# What ingestion changes on a session row (never its team, agent, source or identity).
+_SESSION_WRITABLE = (
+    *state.FOLD_FIELDS,
+    "session_key",
+    "channel",
+    "cwd",
+    "project",
+    "previous_session",
+    "previous_external_id",
+    "successor_external_id",
+    "memory_dirty_at",
+    "updated_at",
+)
+
+
+def session_write(session: Session) -> None:
+    """Write the fields ingestion moves, in one hand-built UPDATE.
+
+    The same as ``save(update_fields=...)``, without compiling the statement anew on
+    every request of the hot path.
+    """
+    session.updated_at = timezone.now()
+    sql, fields = _session_update(connection.vendor)
+    params = _session_params(session, [*fields, Session._meta.pk])
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+
+
+def _session_params(session: Session, fields: Sequence[Any]) -> list[Any]:
+    """The session's values for these fields, as the database takes them."""
+    if connection.vendor == "postgresql":
+        # psycopg adapts every type these columns hold (text, numbers, times, ids) itself.
+        return [getattr(session, f.attname) for f in fields]
+    return [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
+
+
+def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field]:
+    """The model's fields of these names, each a column of its table."""
+    fields = [model._meta.get_field(name) for name in names]
+    for field in fields:
+        assert isinstance(field, Field) and field.column, field  # a column, not a relation
+    return cast(list[Field], fields)
+
+
+def column_of(field: Field) -> str:
+    """A concrete field's column name (the stubs allow None, which only relations have)."""
+    assert field.column, field
+    return field.column
+
+
+@functools.cache
+def _session_attnames() -> list[str]:
+    return [f.attname for f in Session._meta.concrete_fields]
+
+
+@functools.cache
+def _session_update(vendor: str) -> tuple[str, list[Any]]:
+    """``session_write``'s statement and the fields it sets, built once per process."""
+    fields = concrete_fields(Session, _SESSION_WRITABLE)
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(column_of(f))} = %s" for f in fields)
+    sql = f"UPDATE {quote(Session._meta.db_table)} SET {assignments} WHERE id = %s"  # noqa: S608 - constants only
+    return sql, fields
+
+
+def sessions_write(sessions: Sequence[Session]) -> None:
+    """``session_write`` for several sessions in one statement, whatever their number.
+
+    ``WITH v (...) AS (VALUES ...) UPDATE ... FROM v``. On PostgreSQL each value is cast
+    to its column's type, since VALUES alone would take the parameters for text
+    (character columns get an unbounded varchar, so an over-long value still fails as it
+    does in a plain UPDATE); SQLite needs no casts, but UPDATE ... FROM only from 3.33.
+    Anywhere else, one UPDATE per session.
+    """
+    postgresql = connection.vendor == "postgresql"
+    update_from = postgresql or (
+        connection.vendor == "sqlite" and connection.Database.sqlite_version_info >= (3, 33)  # type: ignore[attr-defined]
+    )
+    if len(sessions) < 2 or not update_from:
+        for session in sessions:
+            session_write(session)
+        return
+    now = timezone.now()
+    fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
+    if postgresql:
+        casts = [
+            connection.ops.cast_char_field_without_max_length
+            if isinstance(f, CharField)
+            else f.cast_db_type(connection)
+            for f in fields
+        ]
+        row = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
+    else:
+        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
+    params: list[Any] = []
+    for session in sessions:
+        session.updated_at = now
+        params.extend(_session_params(session, fields))
+    quote = connection.ops.quote_name
+    table = quote(Session._meta.db_table)
+    columns = ", ".join(quote(column_of(f)) for f in fields)
+    assignments = ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH v ({columns}) AS (VALUES {', '.join([row] * len(sessions))}) "  # noqa: S608 - constants only
+            f"UPDATE {table} SET {assignments} FROM v WHERE {table}.id = v.id",
+            params,
+        )
+
+
+_INSERT_COLUMNS = (
+    "team_id",
+    "session_id",
+    "event_id",
+    "kind",
+    "source",
+    "hook",
+    "phase",
+    "occurred_at",
+    "received_at",
+    "facts",
+    "payload",
+    "redaction_version",
+    "orphan_key",
+)
+
+
+def insert_events(rows: list[dict[str, Any]]) -> set[str]:
+    """Insert event rows in one statement; the ids actually inserted (a repeat is skipped).
+
+    ``ON CONFLICT DO NOTHING RETURNING`` makes the unique (team, event id) index the
+    idempotency check itself: no read before the write, no race between two deliveries.
+
+    On PostgreSQL the rows travel as one parameter: a JSON array encoded once by orjson,
+    bound server-side (no quoting of the ~2 KB a row on the client), that
+    ``jsonb_to_recordset`` turns back into typed columns. A multi-row VALUES of 13
+    parameters a row spent more time in Django's and psycopg's per-value preparation than
+    the database spent inserting. Each column is read as its field's type
+    (``varchar(200)``, ``uuid``, ``timestamp with time zone``, ``jsonb``...), so a value
+    that does not fit fails as it did in VALUES. Rows orjson cannot encode (an integer
+    past 64 bits) and the other databases (SQLite in embedded mode) take the VALUES path.
+    """
+    if not rows:
+        return set()
+    head, tail, from_json, fields = _insert_sql(connection.vendor)
+    if from_json:
+        try:
+            document = orjson.dumps(rows)
+        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
+            pass
+        else:
+            # Django's cursors bind client-side; this one statement binds server-side,
+            # through Django's wrapper all the same (query logging, execute wrappers,
+            # error translation). Django leaves psycopg's automatic prepare off.
+            connection.ensure_connection()
+            raw = psycopg.Cursor(connection.connection)
+            wrap = (
+                connection.make_debug_cursor
+                if connection.queries_logged
+                else connection.make_cursor
+            )
+            # The stubs type the wrapped cursor as Django's own and its parameters as plain
+            # values; a psycopg cursor and its Jsonb adapter are what this one takes.
+            with wrap(raw) as cursor:  # type: ignore[arg-type]
+                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])  # type: ignore[list-item]
+                return {row[0] for row in cursor.fetchall()}
+    params: list[Any] = []
+    for row in rows:
+        for name, model_field in zip(_INSERT_COLUMNS, fields, strict=True):
+            params.append(model_field.get_db_prep_save(row[name], connection))
+    one = "(" + ", ".join(["%s"] * len(_INSERT_COLUMNS)) + ")"
+    sql = f"{head}VALUES {', '.join([one] * len(rows))}{tail}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return {row[0] for row in cursor.fetchall()}
+
+
+@functools.cache
+def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
+    """``insert_events``' statements, built once per process: the head and tail around
+    VALUES, the whole statement from one JSON document (PostgreSQL only, else empty),
+    and the fields in column order."""
+    fields = concrete_fields(LifecycleEvent, _INSERT_COLUMNS)
+    quote = connection.ops.quote_name
+    head = (
+        f"INSERT INTO {quote(LifecycleEvent._meta.db_table)} "
+        f"({', '.join(quote(column_of(f)) for f in fields)}) "
+    )
+    tail = " ON CONFLICT (team_id, event_id) DO NOTHING RETURNING event_id"
+    from_json = ""
+    if vendor == "postgresql":
+        # The row dicts' keys name the record's columns.
+        keys = [quote(name) for name in _INSERT_COLUMNS]
+        typed = ", ".join(
+            f"{key} {f.db_type(connection)}" for key, f in zip(keys, fields, strict=True)
+        )
+        from_json = (
+            f"{head}SELECT {', '.join(keys)} "  # noqa: S608 - constants only
+            f"FROM jsonb_to_recordset(%s) AS r({typed}){tail}"
+        )
+    return head, tail, from_json, fields
+
+
+def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Session]:
+    """The team's sessions with these (source, external id) keys, locked for this
+    transaction in id order, so concurrent requests cannot deadlock on each other.
+
+    Written out by hand: it is the first statement of every ingest request, and having
+    the ORM build it (some forty columns, an OR of pairs, the lock) cost more CPU than
+    the database spent answering it. The unique (team, source, external id) index
+    serves it.
+    """
+    meta = Session._meta
+    quote = connection.ops.quote_name
+    columns = ", ".join(
+        quote(f.attname if f.column is None else f.column) for f in meta.concrete_fields
+    )
+    match = " OR ".join(["(source = %s AND external_id = %s)"] * len(keys))
+    lock = " FOR UPDATE" if connection.features.has_select_for_update else ""
+    sql = (
+        f"SELECT {columns} FROM {quote(meta.db_table)} "  # noqa: S608 - constants only
+        f"WHERE team_id = %s AND ({match}) ORDER BY id{lock}"
+    )
+    params: list[Any] = [team.pk]
+    for source, external_id in keys:
+        params += (source, external_id)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    converters = _session_converters(connection.vendor)
+    found: dict[tuple[str, str], Session] = {}
+    for row in rows:
+        values = list(row)
+        for index, functions, column in converters:
+            for convert in functions:
+                values[index] = convert(values[index], column, connection)
+        session = Session.from_db(connection.alias, _session_attnames(), values)
+        found[(session.source, session.external_id)] = session
+    return found
+
+
+@functools.cache
+def _session_converters(vendor: str) -> list[tuple[int, list[Any], Any]]:
+    """What turns a raw session row into field values on this database, as the ORM would
+    apply it: nothing on PostgreSQL, text to times and ids on SQLite."""
+    table = Session._meta.db_table
+    converters = []
+    for index, field in enumerate(Session._meta.concrete_fields):
+        column = field.get_col(table)
+        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+        if functions:
+            converters.append((index, functions, column))
+    return converters

@@ -1,0 +1,161 @@
+"""One transaction that stores a request's events and moves their sessions: the
+idempotency key, conflicts, the state fold, the chain, one write per table."""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from sessionhub.models import Team
+from sessionhub.text.redaction import RULES_VERSION
+
+from .. import signals, state
+from ..adapters import NormalizedEvent
+from ..models import EventKind, Session
+from .chain import _Linking
+from .fold import _advance, session_refold
+from .identity import _orphans_adopt, _session_of, _sessions_by_key, _sessions_resolve
+from .outbox import enqueue_session_work
+from .results import ACCEPTED, CONFLICT, DUPLICATE
+from .statements import insert_events, sessions_write
+
+logger = logging.getLogger(__name__)
+
+# --- storing ----------------------------------------------------------------------------
+
+
+@transaction.atomic
+def events_store(
+    *, team: Team, events: Sequence[NormalizedEvent], received_at: datetime
+) -> list[tuple[str, str | None]]:
+    """Store events once each and move their sessions; (status, session id) per event.
+
+    Round trips for the common case (known sessions): lock the sessions, insert the
+    events, update the sessions — whatever the batch size or the number of sessions.
+    """
+    sessions, created = _sessions_resolve(team, events)
+    adopted = _orphans_adopt(team, [sessions[key] for key in created])
+    by_key = _sessions_by_key(team, events, sessions)
+
+    rows: list[dict[str, Any]] = []
+    pending: list[tuple[int, str, Session | None, state.FoldEvent | None]] = []
+    in_batch: set[str] = set()
+    started: set[Any] = {s.pk for s in sessions.values() if s.has_start}
+    outcome: list[tuple[str, str | None]] = [(DUPLICATE, None)] * len(events)
+    conflicting = _conflicting(events)
+    # Time order, so "the second start is a resume" holds for a shuffled batch too.
+    order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
+    for position, i in enumerate(order):
+        event = events[i]
+        if i in conflicting:
+            outcome[i] = (CONFLICT, None)
+            continue
+        session = _session_of(event, sessions, by_key)
+        outcome[i] = (DUPLICATE, str(session.pk) if session else None)
+        if event.event_id in in_batch:
+            continue
+        in_batch.add(event.event_id)
+        kind = event.kind
+        if session is not None and kind in (EventKind.SESSION_START, EventKind.SESSION_RESUME):
+            if kind == EventKind.SESSION_START and session.pk in started:
+                kind = EventKind.SESSION_RESUME
+            started.add(session.pk)
+        rows.append(
+            {
+                "team_id": team.pk,
+                "session_id": session.pk if session else None,
+                "event_id": event.event_id,
+                "kind": kind,
+                "source": event.source,
+                "hook": event.hook[:100],
+                "phase": event.phase,
+                "occurred_at": event.occurred_at,
+                "received_at": received_at,
+                "facts": event.facts,
+                "payload": event.payload,
+                "redaction_version": RULES_VERSION,
+                "orphan_key": "" if session is not None else event.session_key[:300],
+            }
+        )
+        fold = (
+            state.FoldEvent(
+                kind=kind,
+                occurred_at=event.occurred_at,
+                phase=event.phase,
+                facts=event.facts,
+                order=position,
+            )
+            if session is not None
+            else None
+        )
+        pending.append((i, event.event_id, session, fold))
+
+    inserted = insert_events(rows)
+    new_by_session: dict[Any, list[state.FoldEvent]] = defaultdict(list)
+    for i, event_id, session, fold in pending:
+        if event_id not in inserted:
+            continue  # stored by an earlier delivery
+        outcome[i] = (ACCEPTED, outcome[i][1])
+        if session is not None and fold is not None:
+            new_by_session[session.pk].append(fold)
+
+    touched = {s.pk: s for s in sessions.values()} | {s.pk: s for s in by_key.values() if s}
+    for session_pk in adopted - set(new_by_session):
+        new_by_session[session_pk] = []
+    # Each session first takes in its own events, then the sessions link to each other;
+    # all of them are written at the end, in one statement.
+    written = {session_pk: touched[session_pk] for session_pk in new_by_session}
+    ending: list[str] = []  # closed by this batch, or closed already: work queued now
+    settling: list[str] = []  # open: work queued a moment later
+    stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
+    for session_pk, new_events in new_by_session.items():
+        session = written[session_pk]
+        was_open = session.is_open
+        if session_pk in adopted:
+            session_refold(session)  # adopted events may lie anywhere in its past
+        else:
+            _advance(session, new_events)
+        for fold in new_events:  # the successor it names; _Linking links the two
+            if fold.kind == EventKind.SESSION_END and fold.facts.get("next_session_id"):
+                session.successor_external_id = fold.facts["next_session_id"]
+        closed = was_open and not session.is_open
+        if closed:
+            signals.session_closed.send(Session, session=session, ended_at=session.ended_at)
+            # Its summary is wanted now: queued at once, even when a run is already
+            # waiting (a second run finds nothing new and costs little).
+            ending.append(str(session_pk))
+        elif session.memory_dirty_at is None or session.memory_dirty_at < stale:
+            # Newly dirty; or marked long ago and never cleared (a failed run): queue it
+            # again rather than leave it to a sweep that embedded mode does not have.
+            (settling if session.is_open else ending).append(str(session_pk))
+        # A newer mark tells a worker that is busy with the session to go round again.
+        session.memory_dirty_at = received_at
+    _Linking(team, written, new_by_session).run()
+    sessions_write(list(written.values()))
+    if ending:
+        transaction.on_commit(lambda: enqueue_session_work(ending))
+    if settling:
+        # An open session's events come in bursts (a tool call, its result, the next):
+        # waiting a moment lets one run take in the whole burst.
+        delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
+        transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
+    return outcome
+
+
+def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:
+    """Indexes of events that repeat an earlier event id of the batch with a different
+    body: the first one is stored, these are refused (an identical repeat is a
+    duplicate, as it would be in a later request)."""
+    first: dict[str, int] = {}
+    conflicting: set[int] = set()
+    for i, event in enumerate(events):
+        j = first.setdefault(event.event_id, i)
+        if j != i and event != events[j]:
+            conflicting.add(i)
+    return conflicting
