@@ -1,0 +1,144 @@
+"""The hand-built statements of the ingest path against what the ORM does for the same
+job, on whichever database the run uses (PostgreSQL in the main suite, SQLite in
+``make test-sqlite``): the same rows come back, the same values are written, repeats are
+skipped."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from lifecycle.ingest import statements
+from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
+from sessionhub.models import Team
+from sessionhub.text.redaction import RULES_VERSION
+
+pytestmark = pytest.mark.django_db
+T0 = datetime(2026, 11, 1, 9, 0, tzinfo=UTC)
+
+
+def _session(team: Team, agent: Agent, external_id: str, **fields: Any) -> Session:
+    return Session.objects.create(
+        team=team, agent=agent, source=Source.CLAUDE_CODE, external_id=external_id, **fields
+    )
+
+
+@pytest.fixture
+def agent(team: Team) -> Agent:
+    return Agent.objects.create(team=team, source=Source.CLAUDE_CODE, external_id="repo")
+
+
+def _columns(session: Session) -> dict[str, Any]:
+    row = {f.attname: getattr(session, f.attname) for f in Session._meta.concrete_fields}
+    row.pop("updated_at")  # both paths stamp it with their own now
+    return row
+
+
+def test_the_locked_read_returns_what_the_orm_returns(
+    team: Team, other_team: Team, agent: Agent
+) -> None:
+    wanted = [
+        _session(team, agent, "a", status=SessionStatus.ACTIVE, started_at=T0, event_count=3),
+        _session(team, agent, "b", status=SessionStatus.ENDED, cwd="/src/x", channel="cli"),
+    ]
+    _session(team, agent, "c")  # not asked for
+    other_agent = Agent.objects.create(team=other_team, source=Source.CLAUDE_CODE, external_id="r")
+    _session(other_team, other_agent, "a")  # same key, another team
+
+    keys = [(Source.CLAUDE_CODE, "a"), (Source.CLAUDE_CODE, "b"), (Source.OPENCLAW, "a")]
+    found = statements._sessions_locked(team, keys)
+
+    orm = {
+        (s.source, s.external_id): s
+        for s in Session.objects.filter(team=team, external_id__in=["a", "b"])
+    }
+    assert set(found) == set(orm) == {(Source.CLAUDE_CODE, "a"), (Source.CLAUDE_CODE, "b")}
+    for key, session in found.items():
+        assert _columns(session) == _columns(orm[key])
+        assert session.pk in {s.pk for s in wanted}
+        assert not session._state.adding  # a saved row, as the ORM's
+
+
+def _moved(session: Session, n: int) -> None:
+    session.status = SessionStatus.ENDED
+    session.started_at = T0
+    session.ended_at = T0 + timedelta(minutes=n)
+    session.event_count = 7 + n
+    session.compaction_count = n
+    session.cwd = f"/src/project-{n}"
+    session.channel = "cli"
+    session.memory_dirty_at = T0
+
+
+@pytest.mark.parametrize("how", ["one", "many"])
+def test_the_session_update_writes_what_save_writes(team: Team, agent: Agent, how: str) -> None:
+    mine = [_session(team, agent, f"m{n}") for n in range(3)]
+    theirs = [_session(team, agent, f"t{n}") for n in range(3)]
+    for n, (a, b) in enumerate(zip(mine, theirs, strict=True)):
+        _moved(a, n)
+        _moved(b, n)
+    if how == "one":
+        for session in mine:
+            statements.session_write(session)
+    else:
+        statements.sessions_write(mine)
+    for session in theirs:
+        session.save()
+
+    for a, b in zip(mine, theirs, strict=True):
+        stored_a = _columns(Session.objects.get(pk=a.pk))
+        stored_b = _columns(Session.objects.get(pk=b.pk))
+        for name in ("id", "external_id", "created_at"):  # identity and creation time
+            stored_a.pop(name)
+            stored_b.pop(name)
+        assert stored_a == stored_b
+
+
+def _row(team: Team, session: Session | None, event_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "team_id": team.pk,
+        "session_id": session.pk if session else None,
+        "event_id": event_id,
+        "kind": EventKind.TOOL_USE,
+        "source": Source.CLAUDE_CODE,
+        "hook": "PostToolUse",
+        "phase": "post",
+        "occurred_at": T0,
+        "received_at": T0 + timedelta(seconds=1),
+        "facts": {"tool": "Bash", "nested": {"n": [1, 2.5, None, "ünïcode"]}},
+        "payload": {"tool_input": {"command": "ls"}},
+        "redaction_version": RULES_VERSION,
+        "orphan_key": "" if session else "orphan-1",
+        **extra,
+    }
+
+
+def _stored(event_ids: list[str]) -> list[dict[str, Any]]:
+    fields = [f.attname for f in LifecycleEvent._meta.concrete_fields if f.attname != "id"]
+    return [
+        {name: getattr(e, name) for name in fields}
+        for e in LifecycleEvent.objects.filter(event_id__in=event_ids).order_by("event_id")
+    ]
+
+
+def test_the_event_insert_stores_what_bulk_create_stores_and_skips_repeats(
+    team: Team, agent: Agent
+) -> None:
+    session = _session(team, agent, "s")
+    ours = [_row(team, session, "ours-1"), _row(team, None, "ours-2", kind=EventKind.OTHER)]
+    assert statements.insert_events(ours) == {"ours-1", "ours-2"}
+    theirs = [dict(r, event_id=r["event_id"].replace("ours", "orm")) for r in ours]
+    LifecycleEvent.objects.bulk_create(LifecycleEvent(**r) for r in theirs)
+
+    def without_ids(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in r.items() if k != "event_id"} for r in rows]
+
+    assert without_ids(_stored(["ours-1", "ours-2"])) == without_ids(_stored(["orm-1", "orm-2"]))
+    # A second delivery: the repeat is skipped, the new one inserted, nothing doubled.
+    again = [_row(team, session, "ours-1"), _row(team, session, f"new-{uuid.uuid4()}")]
+    inserted = statements.insert_events(again)
+    assert inserted == {again[1]["event_id"]}
+    assert LifecycleEvent.objects.filter(event_id="ours-1").count() == 1
