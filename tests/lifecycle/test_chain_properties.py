@@ -19,7 +19,9 @@ from sessionhub.models import Team
 from sessionhub.services import api_token_create
 
 pytestmark = pytest.mark.django_db
-T0 = datetime(2026, 11, 2, 10, 0, tzinfo=UTC)
+# Within the crash horizon: in the embedded default the crash sweep runs from the ingest
+# path, and a session silent for hours before its next event is closed as crashed.
+T0 = datetime.now(UTC).replace(microsecond=0) - timedelta(hours=1)
 CWD = "/home/dev/src/billing"
 
 
@@ -48,7 +50,7 @@ def cleared_run(sessions: int, *, resume_last: bool = False) -> list[dict[str, A
         hooks.append(hook("SessionEnd", sid, at, reason="other" if last else "clear"))
         at += timedelta(seconds=1)
     if resume_last:
-        hooks.append(hook("SessionStart", ids[-1], at + timedelta(hours=1), source="resume"))
+        hooks.append(hook("SessionStart", ids[-1], at + timedelta(minutes=20), source="resume"))
     return hooks
 
 
