@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.db import transaction
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -14,16 +15,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lifecycle import selectors as lifecycle_selectors
+from lifecycle.adapters import EventInvalid
 from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Source
+from lifecycle.services import REJECTED, adapter_for, events_ingest, session_for_continuity
 from sessionhub.authentication import caller
 from sessionhub.errors import ApiErrorSerializer
-from sessionhub.exceptions import NotFound, ServiceUnavailable
+from sessionhub.exceptions import NotFound, ServiceUnavailable, ValidationFailed
 from sessionhub.fields import StrictCharField
 from sessionhub.resilience import breaker_for, throttled
 
 from . import pins as pin_services
-from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
+from .continuity import continuity_build, continuity_continue, record_as_dict
+from .export import session_export
+from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
+from .tasks import summarize_session
 
 _ERROR = ApiErrorSerializer
 
@@ -260,7 +266,6 @@ class SessionSummarizeApi(APIView):
         },
     )
     def post(self, request: Request, session_id: str) -> Response:
-        from .tasks import summarize_session
 
         session = _session(request, session_id)
         pk = str(session.pk)
@@ -342,9 +347,6 @@ class ContinuityApi(APIView):
         responses={200: ContinuityAnswerSerializer, 400: _ERROR, 404: _ERROR},
     )
     def post(self, request: Request) -> Response:
-        from lifecycle.services import session_for_continuity
-
-        from .continuity import continuity_build, record_as_dict
 
         data = ContinuityRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -377,11 +379,6 @@ def _ingest_carried_event(token: Any, source: str, session_id: str, event: Any) 
     even when its own start event is still spooled; the start, arriving later with the same
     event id, is answered as a duplicate. A 400 names the field when it is no valid event.
     """
-    from django.utils import timezone
-
-    from lifecycle.adapters import EventInvalid
-    from lifecycle.services import REJECTED, adapter_for, events_ingest
-    from sessionhub.exceptions import ValidationFailed
 
     if not isinstance(event, dict):
         raise ValidationFailed(
@@ -424,7 +421,6 @@ class SessionContinueApi(APIView):
         responses={200: ContinuityAnswerSerializer, 400: _ERROR, 404: _ERROR},
     )
     def post(self, request: Request, session_id: str) -> Response:
-        from .continuity import continuity_continue, record_as_dict
 
         target = _session(request, session_id)
         data = ContinueRequestSerializer(data=request.data)
@@ -443,8 +439,6 @@ class SessionContinuityRecordsApi(APIView):
 
     @extend_schema(responses={200: ContinuityAnswerSerializer(many=True), 404: _ERROR})
     def get(self, request: Request, session_id: str) -> Response:
-        from .continuity import record_as_dict
-        from .models import ContinuityRecord
 
         session = _session(request, session_id)
         records = ContinuityRecord.objects.filter(session=session).order_by("-created_at")[:100]
@@ -458,7 +452,6 @@ class SessionExportApi(APIView):
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: _ERROR})
     def get(self, request: Request, session_id: str) -> Response:
-        from .export import session_export
 
         session = _session(request, session_id)
         chain = request.query_params.get("chain") in ("1", "true", "yes")

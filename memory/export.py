@@ -21,7 +21,7 @@ from lifecycle.models import Agent, LifecycleEvent, Session
 from lifecycle.selectors import session_chain
 from sessionhub.models import Team
 
-from .continuity import session_pins_q
+from .inheritance import session_pins_q
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
 
 FORMAT = "sessionhub.sessions/1"

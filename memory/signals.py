@@ -7,7 +7,7 @@ import logging
 import traceback as tb
 from typing import Any
 
-from .continuity import pins_release
+from .inheritance import pins_release
 from .models import TaskFailure
 
 logger = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from django.db import InterfaceError, OperationalError
 from lifecycle.models import Session
 
 from . import pipeline
+from .retention import retention_apply
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,5 @@ def reredact_all() -> int:
 @shared_task(**_RETRY)
 def apply_retention() -> int:
     """Archive then delete sessions past the retention age (off when RETENTION_DAYS is 0)."""
-    from .retention import retention_apply
 
     return retention_apply().deleted

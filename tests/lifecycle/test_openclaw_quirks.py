@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
-from memory.continuity import candidates_for
+from memory.scoring import candidates_for
 
 pytestmark = pytest.mark.django_db
 

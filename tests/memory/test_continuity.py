@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from lifecycle import services as lifecycle
 from lifecycle.models import Session, SessionStatus
-from memory import continuity
+from memory import scoring
 from memory.models import ContinuityRecord, Pin, SessionFeatures
 from memory.pins import pin_create
 from tests.conftest import FIXTURES, claude_code_hooks
@@ -98,9 +98,9 @@ def test_round_trip_three_pins_inherited_with_provenance(api: APIClient) -> None
 
 
 def test_decay_after_48_hours() -> None:
-    assert continuity.decayed_confidence(48, 1.0) == pytest.approx(0.886, abs=0.001)
-    assert continuity.decayed_confidence(0, 1.0) == 1.0
-    assert continuity.decayed_confidence(10_000, 1.0) == 0.3  # the floor
+    assert scoring.decayed_confidence(48, 1.0) == pytest.approx(0.886, abs=0.001)
+    assert scoring.decayed_confidence(0, 1.0) == 1.0
+    assert scoring.decayed_confidence(10_000, 1.0) == 0.3  # the floor
 
 
 def test_relevance_filtering(api: APIClient) -> None:

@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from lifecycle.models import LifecycleEvent, Session
-from memory import continuity
+from memory import preamble, scoring
 from memory.models import ContinuityRecord, SessionFeatures, Summary
 from memory.pins import pin_create
 from tests.conftest import FIXTURES, read_jsonl
@@ -277,9 +277,9 @@ def test_sources_are_in_score_order_and_last_session_is_the_newest(api: APIClien
 
 
 def test_score_parts_add_up() -> None:
-    prior = continuity.Prior(pk=None, external_id="x", ended_at=NOW)  # type: ignore[arg-type]
-    features = continuity.Features(["a", "b"], 2, pending_tasks=[{"id": "task-1"}, {"id": "n"}])
-    c = continuity.score_session(
+    prior = scoring.Prior(pk=None, external_id="x", ended_at=NOW)  # type: ignore[arg-type]
+    features = scoring.Features(["a", "b"], 2, pending_tasks=[{"id": "task-1"}, {"id": "n"}])
+    c = scoring.score_session(
         prior, features, {"a"}, NOW, relevance=0.5, finished_later=frozenset({"task-1"})
     )
     entry = c.as_dict()
@@ -302,7 +302,7 @@ def test_the_indexed_evidence_answers_as_the_plain_rule(step: str, later: list[s
     from memory import features
 
     facts = features.completion_facts(features.completion_sentences(later))
-    evidence = continuity.Evidence()
+    evidence = preamble.Evidence()
     evidence.add(facts)
     plain = features.superseded(step, facts)
     assert evidence.covers(step, evidence.count) == plain

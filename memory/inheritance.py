@@ -1,0 +1,100 @@
+"""Pins across sessions: which pins a continuing session inherits (critical ones within
+their window first, never past the active cap, no duplicate labels) and which go back
+to the agent when a session closes."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from lifecycle.models import Agent, Session
+
+from .models import Pin
+from .scoring import Prior, decayed_confidence, knobs
+
+# --- pins --------------------------------------------------------------------------------
+
+
+def _pins_q(session_pk: uuid.UUID) -> Q:
+    return Q(origin_session_id=session_pk, inherited_into__isnull=True) | Q(
+        inherited_into_id=session_pk
+    )
+
+
+def session_pins_q(session: Session) -> Q:
+    """The pins a session held: pinned in it, or inherited into it."""
+    return _pins_q(session.pk)
+
+
+def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> list[Pin]:
+    """Copy the source's pins into the target's agent, within every cap; the new pins."""
+    k = knobs()
+    cap = settings.SESSIONHUB["MAX_ACTIVE_PINS"]
+    # The agent row serializes pin writes (the same lock as memory.pins.pin_create).
+    Agent.objects.select_for_update().filter(pk=target.agent_id).values_list("pk").first()
+    # One read for both: the agent's active pins, and the pins the source held (with the
+    # originals they were copied from: the copies point at those, and the record names them).
+    agent_id, source_pk = target.agent_id, source.pk
+    pins = list(
+        Pin.objects.filter(Q(agent_id=agent_id, unpinned_at__isnull=True) | _pins_q(source_pk))
+        .select_related("inherited_from")
+        .order_by("-pinned_at", "-id")
+    )
+    active = [p.label for p in pins if p.agent_id == agent_id and p.unpinned_at is None]
+    held = [
+        p
+        for p in pins
+        if p.inherited_into_id == source_pk
+        or (p.origin_session_id == source_pk and p.inherited_into_id is None)
+    ]
+    room = cap - len(active)
+    taken = set(active)
+    critical_window = timedelta(days=k["CRITICAL_PIN_DAYS"])
+
+    critical, normal = [], []
+    for pin in held:
+        if pin.label in taken:
+            continue
+        hours = max(0.0, (now - pin.pinned_at).total_seconds() / 3600)
+        if pin.priority == Pin.Priority.CRITICAL and now - pin.pinned_at <= critical_window:
+            critical.append(pin)
+        elif decayed_confidence(hours) >= k["MIN_PIN_CONFIDENCE"]:
+            normal.append(pin)
+        taken.add(pin.label)
+
+    # Critical pins override the inheritance limit but never the active cap.
+    chosen = critical[:room]
+    chosen += normal[: max(0, min(room - len(chosen), k["MAX_INHERITED_PINS"]))]
+    # One INSERT for all of them (none when nothing is chosen).
+    return Pin.objects.bulk_create(
+        [
+            Pin(
+                team_id=target.team_id,
+                agent_id=target.agent_id,
+                label=pin.label,
+                content=pin.content,
+                priority=pin.priority,
+                # The knowledge is as old as the original pin: inheriting it again and
+                # again must not make it look fresh to the decay filter.
+                pinned_at=pin.pinned_at,
+                origin_session=None,
+                inherited_from=pin.inherited_from or pin,
+                inherited_into=target,
+                redaction_version=pin.redaction_version,
+            )
+            for pin in chosen
+        ]
+    )
+
+
+def pins_release(session: Session, at: datetime | None = None) -> int:
+    """A session's working memory ends with it: its pins stop being active (kept for provenance)."""
+    return (
+        Pin.objects.filter(session_pins_q(session))
+        .filter(unpinned_at__isnull=True)
+        .update(unpinned_at=at or timezone.now())
+    )
