@@ -8,7 +8,6 @@ Staff users get nothing more here than any member: the dashboard is scoped by Me
 from __future__ import annotations
 
 import uuid
-from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
@@ -18,34 +17,25 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
+from django.db.models import F, Q, QuerySet
 from django.db.models.fields.json import KT
-from django.db.models.functions import TruncDate, TruncHour
-from django.urls import reverse
 from django.utils import timezone
 
-from lifecycle import selectors as lifecycle_selectors
 from lifecycle.models import (
     Agent,
     EventKind,
     LifecycleEvent,
     Session,
     SessionStatus,
-    foreground_q,
 )
 from memory.models import (
     ContinuityRecord,
-    Observation,
     Pin,
-    SessionFeatures,
     StreamTail,
     Summary,
 )
 from memory.pins import active_pins
 from sessionhub.models import Team
-
-from . import charts
-from .charts import Chart
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -280,207 +270,7 @@ def session_headlines(session_ids: Sequence[Any]) -> dict[Any, str]:
     return {sid: (request or final)[:240] for sid, request, final in rows if request or final}
 
 
-# --- the overview --------------------------------------------------------------------------
-
-DURATION_BUCKETS: list[tuple[str, float, float | None]] = [
-    ("< 1 min", 0, 60),
-    ("1-5 min", 60, 300),
-    ("5-15 min", 300, 900),
-    ("15-60 min", 900, 3600),
-    ("1-4 h", 3600, 4 * 3600),
-    ("4-24 h", 4 * 3600, 86400),
-    ("> 1 day", 86400, None),
-]
-COMPACTION_BUCKETS: list[tuple[str, int, int | None]] = [
-    ("0", 0, 0),
-    ("1", 1, 1),
-    ("2", 2, 2),
-    ("3", 3, 3),
-    ("4", 4, 4),
-    ("5+", 5, None),
-]
-STATUS_CSS: dict[str, str] = {
-    SessionStatus.ACTIVE: "s-active",
-    SessionStatus.SUSPENDED: "s-suspended",
-    SessionStatus.ENDED: "s-ended",
-    SessionStatus.CRASHED: "s-crashed",
-}
-HOURS = 48
-
-
-@dataclass
-class Overview:
-    """Counts and charts of a team's recent sessions."""
-
-    days: int
-    since: datetime
-    counts: dict[str, int]
-    charts: list[Chart]
-    top: list[Chart]
-    crashed: list[Session]
-
-
-def _day_series(team: Team, since: datetime, days: list[date]) -> list[charts.Series]:
-    rows = (
-        Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
-        .annotate(day=TruncDate("started_at"))
-        .values_list("day", "status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    per: dict[str, dict[date, int]] = defaultdict(dict)
-    for day, status, n in rows:
-        per[status][day] = n
-    return [
-        charts.Series(label, [per[value].get(d, 0) for d in days], STATUS_CSS[value])
-        for value, label in SessionStatus.choices
-    ]
-
-
-def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Overview:
-    """The overview page's numbers: a handful of aggregate queries over the window."""
-    now = now or timezone.now()
-    today = timezone.localdate(now)
-    first_day = today - timedelta(days=days - 1)
-    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
-    # Background runs (heartbeats...) are not the team's work: kept out of the charts.
-    window = Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
-
-    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
-    aggregates: dict[str, Any] = {
-        "sessions": Count("id"),
-        "crashed": Count("id", filter=Q(status=SessionStatus.CRASHED)),
-        "events": Sum("event_count"),
-        "compactions": Sum("compaction_count"),
-    }
-    for i, (_, low, high) in enumerate(DURATION_BUCKETS):
-        cond = Q(ended_at__isnull=False, duration__gte=timedelta(seconds=low))
-        if high is not None:
-            cond &= Q(duration__lt=timedelta(seconds=high))
-        aggregates[f"d{i}"] = Count("id", filter=cond)
-    for i, (_, low, high) in enumerate(COMPACTION_BUCKETS):
-        cond = Q(compaction_count__gte=low)
-        if high is not None:
-            cond &= Q(compaction_count__lte=high)
-        aggregates[f"c{i}"] = Count("id", filter=cond)
-    totals = window.annotate(duration=duration).aggregate(**aggregates)
-
-    open_now = dict(
-        Session.objects.filter(foreground_q(), team=team, status__in=OPEN)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    counts = {
-        "sessions": totals["sessions"] or 0,
-        "active": open_now.get(SessionStatus.ACTIVE, 0),
-        "suspended": open_now.get(SessionStatus.SUSPENDED, 0),
-        "crashed": totals["crashed"] or 0,
-        "events": totals["events"] or 0,
-        "compactions": totals["compactions"] or 0,
-    }
-
-    day_list = [first_day + timedelta(days=i) for i in range(days)]
-    per_day = charts.column_chart(
-        title=f"Sessions started per day, by status (last {days} days)",
-        labels=[d.strftime("%b %d") for d in day_list],
-        series=_day_series(team, since, day_list),
-    )
-
-    hour_start = (now - timedelta(hours=HOURS - 1)).replace(minute=0, second=0, microsecond=0)
-    hourly = dict(
-        LifecycleEvent.objects.filter(team=team, received_at__gte=hour_start)
-        .annotate(hour=TruncHour("received_at"))
-        .values_list("hour")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    hours = [hour_start + timedelta(hours=i) for i in range(HOURS)]
-    per_hour = charts.column_chart(
-        title=f"Events received per hour (last {HOURS} hours)",
-        labels=[timezone.localtime(h).strftime("%H:00") for h in hours],
-        series=[charts.Series("events", [hourly.get(h, 0) for h in hours], "c-events")],
-    )
-    durations = charts.column_chart(
-        title=f"Duration of sessions that ended (started in the last {days} days)",
-        labels=[label for label, _, _ in DURATION_BUCKETS],
-        series=[
-            charts.Series(
-                "sessions",
-                [totals[f"d{i}"] or 0 for i in range(len(DURATION_BUCKETS))],
-                "c-duration",
-            )
-        ],
-    )
-    compactions = charts.column_chart(
-        title=f"Compactions per session (last {days} days)",
-        labels=[label for label, _, _ in COMPACTION_BUCKETS],
-        series=[
-            charts.Series(
-                "sessions",
-                [totals[f"c{i}"] or 0 for i in range(len(COMPACTION_BUCKETS))],
-                "c-compaction",
-            )
-        ],
-    )
-
-    agents = list(
-        window.values_list("agent_id", "agent__name", "agent__external_id")
-        .annotate(n=Count("id"))
-        .order_by("-n", "agent__name")[:8]
-    )
-    top_agents = charts.bar_list(
-        title=f"Top agents (sessions, last {days} days)",
-        labels=[name or ext for _, name, ext, _ in agents],
-        values=[n for *_, n in agents],
-        hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
-        css="c-agent",
-    )
-    projects = list(
-        window.exclude(project="")
-        .values_list("project")
-        .annotate(n=Count("id"))
-        .order_by("-n", "project")[:8]
-    )
-    top_projects = charts.bar_list(
-        title=f"Top projects (sessions, last {days} days)",
-        labels=[p for p, _ in projects],
-        values=[n for _, n in projects],
-        css="c-project",
-    )
-    crashed = list(
-        window.filter(status=SessionStatus.CRASHED)
-        .select_related("agent")
-        .order_by("-started_at", "-id")[:8]
-    )
-    return Overview(
-        days=days,
-        since=since,
-        counts=counts,
-        charts=[per_day, per_hour, durations, compactions],
-        top=[top_agents, top_projects],
-        crashed=crashed,
-    )
-
-
 # --- one session ----------------------------------------------------------------------------
-
-KIND_STYLE: dict[str, tuple[str, str]] = {
-    # kind: (icon id in the sprite, css class)
-    EventKind.SESSION_START: ("i-start", "k-start"),
-    EventKind.SESSION_RESUME: ("i-resume", "k-resume"),
-    EventKind.SESSION_SUSPEND: ("i-suspend", "k-suspend"),
-    EventKind.SESSION_END: ("i-end", "k-end"),
-    EventKind.COMPACTION_BEFORE: ("i-compact", "k-compaction"),
-    EventKind.COMPACTION_AFTER: ("i-compact", "k-compaction"),
-    EventKind.PROMPT: ("i-prompt", "k-prompt"),
-    EventKind.TOOL_USE: ("i-tool", "k-tool"),
-    EventKind.TURN_END: ("i-turn", "k-turn"),
-    EventKind.NOTIFICATION: ("i-note", "k-note"),
-    EventKind.COMMAND: ("i-command", "k-command"),
-    EventKind.OTHER: ("i-other", "k-other"),
-}
-KIND_LABELS = dict(EventKind.choices)
 
 
 def session_visible(teams: Sequence[Team], session_id: object) -> Session | None:
@@ -514,75 +304,6 @@ def pin_visible(teams: Sequence[Team], pin_id: int) -> Pin | None:
         .select_related("agent", "agent__team")
         .first()
     )
-
-
-@dataclass
-class TimelineItem:
-    """One event as the timeline shows it, with the silence before it."""
-
-    event: LifecycleEvent
-    icon: str
-    css: str
-    label: str
-    text: str
-    gap_seconds: float | None = None
-    slept_seconds: float | None = None
-    asleep: bool = False
-
-
-def _event_text(event: LifecycleEvent) -> str:
-    facts = event.facts or {}
-    kind = event.kind
-    if kind == EventKind.PROMPT:
-        return str(facts.get("text") or "")
-    if kind == EventKind.TOOL_USE:
-        name = str(facts.get("tool_name") or "tool")
-        return f"{name}{' (failed)' if facts.get('failed') else ''}"
-    if kind == EventKind.TURN_END:
-        return str(facts.get("final_message") or facts.get("error") or "")
-    if kind == EventKind.SESSION_END:
-        reason = str(facts.get("reason") or "")
-        detail = str(facts.get("reason_detail") or "")
-        return reason + (f" ({detail})" if detail and detail != reason else "")
-    if kind == EventKind.SESSION_START:
-        return str(facts.get("start_source") or facts.get("resumed_from") or "")
-    if kind == EventKind.SESSION_SUSPEND:
-        return str(facts.get("reason") or "")
-    if kind == EventKind.COMPACTION_BEFORE:
-        return str(facts.get("trigger") or "")
-    return event.hook
-
-
-def timeline(events: Iterable[LifecycleEvent]) -> list[TimelineItem]:
-    """The timeline rows: kinds styled, long silences and sleeps measured."""
-    items: list[TimelineItem] = []
-    previous: datetime | None = None
-    asleep_since: datetime | None = None
-    for event in events:
-        icon, css = KIND_STYLE.get(event.kind, KIND_STYLE[EventKind.OTHER])
-        gap = (event.occurred_at - previous).total_seconds() if previous else None
-        item = TimelineItem(
-            event=event,
-            icon=icon,
-            css=css,
-            label=KIND_LABELS.get(event.kind, event.kind),
-            text=_event_text(event)[:500],
-            gap_seconds=gap if gap is not None and gap >= GAP_SECONDS else None,
-            asleep=asleep_since is not None,
-        )
-        if event.kind == EventKind.SESSION_SUSPEND and asleep_since is None:
-            asleep_since = event.occurred_at
-        elif (
-            event.kind in (EventKind.SESSION_RESUME, EventKind.SESSION_START)
-            and asleep_since is not None
-        ):
-            item.slept_seconds = (event.occurred_at - asleep_since).total_seconds()
-            item.gap_seconds = None  # the sleep says it better
-            item.asleep = False
-            asleep_since = None
-        items.append(item)
-        previous = event.occurred_at
-    return items
 
 
 def events_after(session: Session, after_id: int, limit: int = 200) -> list[LifecycleEvent]:
@@ -643,89 +364,6 @@ def continuity_records(session: Session) -> list[RecordView]:
         sources = [s for s in record.sources.all() if s.team_id == session.team_id]
         views.append(RecordView(record=record, candidates=candidates, sources=sources))
     return views
-
-
-@dataclass
-class SessionDetail:
-    """Everything the session page shows."""
-
-    session: Session
-    items: list[TimelineItem]
-    truncated: bool
-    spans: list[lifecycle_selectors.SuspendSpan]
-    strip: Any
-    tail: StreamTail | None
-    summary: Summary | None
-    features: SessionFeatures | None
-    observations: list[Observation]
-    pins: list[Pin]
-    chain: list[Session]
-    following: list[Session]
-    continued_from: list[Session]
-    records: list[RecordView]
-    last_event_id: int
-
-
-def _strip(session: Session, events: list[LifecycleEvent], spans: Sequence[Any]) -> Any:
-    if not events or session.started_at is None:
-        return None
-    start = session.started_at
-    end = session.ended_at or session.last_event_at or events[-1].occurred_at
-    if end <= start:
-        return None
-
-    def at(moment: datetime) -> float:
-        return (moment - start).total_seconds()
-
-    marks = []
-    for event in events:
-        if event.kind in (EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER):
-            marks.append((at(event.occurred_at), "k-compaction", "compaction"))
-        elif event.kind == EventKind.TURN_END:
-            marks.append((at(event.occurred_at), "k-turn", "turn end"))
-        elif event.kind == EventKind.PROMPT:
-            marks.append((at(event.occurred_at), "k-prompt", "prompt"))
-    sleeps = [(at(s.suspended_at), at(s.resumed_at or end)) for s in spans]
-    return charts.session_strip(start=0, end=at(end), sleeps=sleeps, marks=marks)
-
-
-def session_detail(session: Session) -> SessionDetail:
-    """The session page: timeline, memory, pins, chain and continuity (a bounded number of
-    queries whatever the session's size; the chain is one query, at most ``CHAIN_LIMIT`` links)."""
-    events = list(lifecycle_selectors.events_for_session(session)[: TIMELINE_LIMIT + 1])
-    truncated = len(events) > TIMELINE_LIMIT
-    events = events[:TIMELINE_LIMIT]
-    spans = lifecycle_selectors.suspend_spans(events)
-    chain = [
-        s
-        for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
-        if s.team_id == session.team_id
-    ]
-    return SessionDetail(
-        session=session,
-        items=timeline(events),
-        truncated=truncated,
-        spans=spans,
-        strip=_strip(session, events, spans),
-        tail=StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first(),
-        summary=Summary.objects.filter(session=session).first(),
-        features=SessionFeatures.objects.filter(session=session).first(),
-        observations=list(
-            Observation.objects.filter(session=session).order_by("occurred_at", "id")[
-                :OBSERVATION_LIMIT
-            ]
-        ),
-        pins=list(active_pins(session.agent)),
-        chain=chain,
-        following=[s for s in chain if s.previous_session_id == session.pk],
-        continued_from=list(
-            Session.objects.filter(continued_by=session, team_id=session.team_id).order_by(
-                "-started_at"
-            )[:CHAIN_LIMIT]
-        ),
-        records=continuity_records(session),
-        last_event_id=max((e.id for e in events), default=0),
-    )
 
 
 # --- agents --------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from sessionhub.errors import error_body
 from sessionhub.exceptions import ApiError
 from sessionhub.models import Team
 
-from . import selectors
+from . import presenters, selectors
 from .forms import PinForm, SessionFilterForm, TeamSwitchForm
 
 TEAM_SESSION_KEY = "dashboard_team"
@@ -97,7 +97,7 @@ def overview(request: MemberRequest) -> HttpResponse:
     except ValueError:
         days = 14
     days = days if days in OVERVIEW_DAYS else 14
-    data = selectors.overview(request.team, days=days)
+    data = presenters.overview(request.team, days=days)
     return _page(request, "dashboard/overview.html", {"data": data, "day_choices": OVERVIEW_DAYS})
 
 
@@ -139,7 +139,9 @@ def session_detail(request: MemberRequest, session_id: str) -> HttpResponse:
     session = selectors.session_visible(request.teams, session_id)
     if session is None:
         raise Http404("No such session")
-    return _page(request, "dashboard/session_detail.html", {"d": selectors.session_detail(session)})
+    return _page(
+        request, "dashboard/session_detail.html", {"d": presenters.session_detail(session)}
+    )
 
 
 @member_view
@@ -305,7 +307,7 @@ def live_session(request: MemberRequest, session_id: str) -> JsonResponse:
     if events:
         html = render_to_string(
             "dashboard/_timeline_items.html",
-            {"items": selectors.timeline(events)},
+            {"items": presenters.timeline(events)},
             request=request,
         )
     return JsonResponse(

@@ -9,7 +9,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from dashboard import charts, selectors
+from dashboard import charts, presenters
 from lifecycle.models import EventKind, SessionStatus
 from sessionhub.models import Team
 
@@ -93,5 +93,5 @@ def test_charts_escape_labels_and_use_whole_number_gridlines() -> None:
 
 
 def test_overview_lists_duration_buckets_in_order() -> None:
-    labels = [label for label, _, _ in selectors.DURATION_BUCKETS]
+    labels = [label for label, _, _ in presenters.DURATION_BUCKETS]
     assert labels[0] == "< 1 min" and labels[-1] == "> 1 day"
