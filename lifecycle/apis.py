@@ -26,7 +26,7 @@ from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 
 from . import selectors, services
 from .adapters.base import as_key
-from .models import EndReason, LifecycleEvent, Session, SessionStatus, Source
+from .models import EVENT_FIELDS, EndReason, LifecycleEvent, Session, SessionStatus, Source
 
 # --- ingestion ---------------------------------------------------------------------------
 
@@ -293,18 +293,7 @@ class SessionSerializer(serializers.ModelSerializer):
 class EventSerializer(serializers.ModelSerializer):
     class Meta:
         model = LifecycleEvent
-        fields = [
-            "id",
-            "event_id",
-            "kind",
-            "source",
-            "hook",
-            "phase",
-            "occurred_at",
-            "received_at",
-            "facts",
-            "payload",
-        ]
+        fields = ["id", *EVENT_FIELDS]
 
 
 class SuspendSpanSerializer(serializers.Serializer):

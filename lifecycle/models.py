@@ -96,6 +96,27 @@ class Agent(models.Model):
 
 
 USER_TRIGGER = "user"
+
+# The field lists other code is built from (the state fold's own are lifecycle.state's
+# FOLD_FIELDS): a new field is added here once, not in every place that lists fields.
+SESSION_IDENTITY_FIELDS = ("external_id", "source")
+# Where and how a session runs, as its events tell (ingestion keeps them up to date).
+SESSION_CONTEXT_FIELDS = ("session_key", "channel", "cwd", "project")
+# The session chain by the gateway's ids (kept when the linked row is not there).
+SESSION_LINK_FIELDS = ("previous_external_id", "successor_external_id")
+# An event as the API shows it and an export carries it; its row adds the team, the
+# session, the redaction version and the orphan key.
+EVENT_FIELDS = (
+    "event_id",
+    "kind",
+    "source",
+    "hook",
+    "phase",
+    "occurred_at",
+    "received_at",
+    "facts",
+    "payload",
+)
 FOREGROUND_TRIGGERS = ("", USER_TRIGGER)
 
 

@@ -17,8 +17,17 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from lifecycle.models import Agent, LifecycleEvent, Session
+from lifecycle.models import (
+    EVENT_FIELDS,
+    SESSION_CONTEXT_FIELDS,
+    SESSION_IDENTITY_FIELDS,
+    SESSION_LINK_FIELDS,
+    Agent,
+    LifecycleEvent,
+    Session,
+)
 from lifecycle.selectors import session_chain
+from lifecycle.state import FOLD_FIELDS
 from sessionhub.models import Team
 
 from .inheritance import session_pins_q
@@ -27,48 +36,12 @@ from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamT
 FORMAT = "sessionhub.sessions/1"
 
 SESSION_FIELDS = [
-    "external_id",
-    "source",
-    "session_key",
-    "channel",
-    "cwd",
-    "project",
-    "model",
-    "status",
-    "started_at",
-    "ended_at",
-    "suspended_at",
-    "first_event_at",
-    "last_event_at",
-    "end_reason",
-    "end_detail",
-    "recovered",
-    "has_start",
-    "in_compaction",
-    "suspend_count",
-    "suspended_seconds",
-    "event_count",
-    "prompt_count",
-    "turn_count",
-    "tool_use_count",
-    "compaction_count",
-    "reported_message_count",
-    "token_count",
-    "previous_external_id",
-    "successor_external_id",
+    *SESSION_IDENTITY_FIELDS,
+    *SESSION_CONTEXT_FIELDS,
+    *FOLD_FIELDS,
+    *SESSION_LINK_FIELDS,
 ]
-EVENT_FIELDS = [
-    "event_id",
-    "kind",
-    "source",
-    "hook",
-    "phase",
-    "occurred_at",
-    "received_at",
-    "facts",
-    "payload",
-    "redaction_version",
-]
+EXPORTED_EVENT_FIELDS = [*EVENT_FIELDS, "redaction_version"]
 PIN_FIELDS = ["label", "content", "priority", "pinned_at", "unpinned_at", "redaction_version"]
 TAIL_FIELDS = ["text", "final_message", "token_count", "captured_at", "redaction_version"]
 OBSERVATION_FIELDS = [
@@ -144,7 +117,7 @@ def session_document(session: Session) -> dict[str, Any]:
         **_fields(session, SESSION_FIELDS),
         "previous_session": _uuid(session.previous_session_id),
         "continued_by": _uuid(session.continued_by_id),
-        "events": [_fields(e, EVENT_FIELDS) for e in events],
+        "events": [_fields(e, EXPORTED_EVENT_FIELDS) for e in events],
         "pins": [
             {
                 "uid": str(p.uid),
@@ -281,7 +254,7 @@ def _session_import(item: dict[str, Any], team: Team) -> None:
     )
     LifecycleEvent.objects.bulk_create(
         [
-            LifecycleEvent(team=team, session=session, **_values(e, EVENT_FIELDS))
+            LifecycleEvent(team=team, session=session, **_values(e, EXPORTED_EVENT_FIELDS))
             for e in item.get("events", [])
         ]
     )

@@ -19,20 +19,22 @@ from psycopg.types.json import Jsonb
 from sessionhub.models import Team
 
 from .. import state
-from ..models import LifecycleEvent, Session
+from ..models import (
+    EVENT_FIELDS,
+    SESSION_CONTEXT_FIELDS,
+    SESSION_LINK_FIELDS,
+    LifecycleEvent,
+    Session,
+)
 
 logger = logging.getLogger(__name__)
 
 # What ingestion changes on a session row (never its team, agent, source or identity).
 _SESSION_WRITABLE = (
     *state.FOLD_FIELDS,
-    "session_key",
-    "channel",
-    "cwd",
-    "project",
+    *SESSION_CONTEXT_FIELDS,
     "previous_session",
-    "previous_external_id",
-    "successor_external_id",
+    *SESSION_LINK_FIELDS,
     "memory_dirty_at",
     "updated_at",
 )
@@ -133,21 +135,7 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         )
 
 
-_INSERT_COLUMNS = (
-    "team_id",
-    "session_id",
-    "event_id",
-    "kind",
-    "source",
-    "hook",
-    "phase",
-    "occurred_at",
-    "received_at",
-    "facts",
-    "payload",
-    "redaction_version",
-    "orphan_key",
-)
+_INSERT_COLUMNS = ("team_id", "session_id", *EVENT_FIELDS, "redaction_version", "orphan_key")
 
 
 def insert_events(rows: list[dict[str, Any]]) -> set[str]:
