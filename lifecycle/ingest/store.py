@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -42,22 +43,65 @@ def events_store(
     sessions, created = _sessions_resolve(team, events)
     adopted = _orphans_adopt(team, [sessions[key] for key in created])
     by_key = _sessions_by_key(team, events, sessions)
+    planned = _plan(team, events, sessions, by_key, received_at)
+    inserted = insert_events(planned.rows)
+    new_by_session = planned.accept(inserted)
+    touched = {s.pk: s for s in sessions.values()} | {s.pk: s for s in by_key.values() if s}
+    for session_pk in adopted - set(new_by_session):
+        new_by_session[session_pk] = []
+    # Each session first takes in its own events, then the sessions link to each other;
+    # all of them are written at the end, in one statement.
+    written = {session_pk: touched[session_pk] for session_pk in new_by_session}
+    ending, settling = _fold(written, new_by_session, adopted, received_at)
+    _Linking(team, written, new_by_session).run()
+    sessions_write(list(written.values()))
+    _queue_after_commit(ending, settling)
+    return planned.outcome
 
-    rows: list[dict[str, Any]] = []
-    pending: list[tuple[int, str, Session | None, state.FoldEvent | None]] = []
+
+@dataclass
+class _Plan:
+    """What a batch comes to before the insert: the rows, and per event its outcome so
+    far and what it will fold into its session if the insert takes it."""
+
+    outcome: list[tuple[str, str | None]]
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    pending: list[tuple[int, str, Session | None, state.FoldEvent | None]] = field(
+        default_factory=list
+    )
+
+    def accept(self, inserted: set[str]) -> dict[Any, list[state.FoldEvent]]:
+        """Mark the events the insert took; their folds by session."""
+        new_by_session: dict[Any, list[state.FoldEvent]] = defaultdict(list)
+        for i, event_id, session, fold in self.pending:
+            if event_id not in inserted:
+                continue  # stored by an earlier delivery
+            self.outcome[i] = (ACCEPTED, self.outcome[i][1])
+            if session is not None and fold is not None:
+                new_by_session[session.pk].append(fold)
+        return new_by_session
+
+
+def _plan(
+    team: Team,
+    events: Sequence[NormalizedEvent],
+    sessions: dict[Any, Session],
+    by_key: dict[Any, Session | None],
+    received_at: datetime,
+) -> _Plan:
+    plan = _Plan(outcome=[(DUPLICATE, None)] * len(events))
     in_batch: set[str] = set()
     started: set[Any] = {s.pk for s in sessions.values() if s.has_start}
-    outcome: list[tuple[str, str | None]] = [(DUPLICATE, None)] * len(events)
     conflicting = _conflicting(events)
     # Time order, so "the second start is a resume" holds for a shuffled batch too.
     order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
     for position, i in enumerate(order):
         event = events[i]
         if i in conflicting:
-            outcome[i] = (CONFLICT, None)
+            plan.outcome[i] = (CONFLICT, None)
             continue
         session = _session_of(event, sessions, by_key)
-        outcome[i] = (DUPLICATE, str(session.pk) if session else None)
+        plan.outcome[i] = (DUPLICATE, str(session.pk) if session else None)
         if event.event_id in in_batch:
             continue
         in_batch.add(event.event_id)
@@ -66,23 +110,7 @@ def events_store(
             if kind == EventKind.SESSION_START and session.pk in started:
                 kind = EventKind.SESSION_RESUME
             started.add(session.pk)
-        rows.append(
-            {
-                "team_id": team.pk,
-                "session_id": session.pk if session else None,
-                "event_id": event.event_id,
-                "kind": kind,
-                "source": event.source,
-                "hook": event.hook[:100],
-                "phase": event.phase,
-                "occurred_at": event.occurred_at,
-                "received_at": received_at,
-                "facts": event.facts,
-                "payload": event.payload,
-                "redaction_version": RULES_VERSION,
-                "orphan_key": "" if session is not None else event.session_key[:300],
-            }
-        )
+        plan.rows.append(_row(team, event, kind, session, received_at))
         fold = (
             state.FoldEvent(
                 kind=kind,
@@ -94,25 +122,40 @@ def events_store(
             if session is not None
             else None
         )
-        pending.append((i, event.event_id, session, fold))
+        plan.pending.append((i, event.event_id, session, fold))
+    return plan
 
-    inserted = insert_events(rows)
-    new_by_session: dict[Any, list[state.FoldEvent]] = defaultdict(list)
-    for i, event_id, session, fold in pending:
-        if event_id not in inserted:
-            continue  # stored by an earlier delivery
-        outcome[i] = (ACCEPTED, outcome[i][1])
-        if session is not None and fold is not None:
-            new_by_session[session.pk].append(fold)
 
-    touched = {s.pk: s for s in sessions.values()} | {s.pk: s for s in by_key.values() if s}
-    for session_pk in adopted - set(new_by_session):
-        new_by_session[session_pk] = []
-    # Each session first takes in its own events, then the sessions link to each other;
-    # all of them are written at the end, in one statement.
-    written = {session_pk: touched[session_pk] for session_pk in new_by_session}
-    ending: list[str] = []  # closed by this batch, or closed already: work queued now
-    settling: list[str] = []  # open: work queued a moment later
+def _row(
+    team: Team, event: NormalizedEvent, kind: str, session: Session | None, received_at: datetime
+) -> dict[str, Any]:
+    return {
+        "team_id": team.pk,
+        "session_id": session.pk if session else None,
+        "event_id": event.event_id,
+        "kind": kind,
+        "source": event.source,
+        "hook": event.hook[:100],
+        "phase": event.phase,
+        "occurred_at": event.occurred_at,
+        "received_at": received_at,
+        "facts": event.facts,
+        "payload": event.payload,
+        "redaction_version": RULES_VERSION,
+        "orphan_key": "" if session is not None else event.session_key[:300],
+    }
+
+
+def _fold(
+    written: dict[Any, Session],
+    new_by_session: dict[Any, list[state.FoldEvent]],
+    adopted: set[Any],
+    received_at: datetime,
+) -> tuple[list[str], list[str]]:
+    """Each session takes in its new events; the sessions whose memory work is due now
+    (closed, or marked long ago) and those whose work waits for the burst to settle."""
+    ending: list[str] = []
+    settling: list[str] = []
     stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     for session_pk, new_events in new_by_session.items():
         session = written[session_pk]
@@ -124,8 +167,7 @@ def events_store(
         for fold in new_events:  # the successor it names; _Linking links the two
             if fold.kind == EventKind.SESSION_END and fold.facts.get("next_session_id"):
                 session.successor_external_id = fold.facts["next_session_id"]
-        closed = was_open and not session.is_open
-        if closed:
+        if was_open and not session.is_open:
             signals.session_closed.send(Session, session=session, ended_at=session.ended_at)
             # Its summary is wanted now: queued at once, even when a run is already
             # waiting (a second run finds nothing new and costs little).
@@ -136,8 +178,10 @@ def events_store(
             (settling if session.is_open else ending).append(str(session_pk))
         # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
-    _Linking(team, written, new_by_session).run()
-    sessions_write(list(written.values()))
+    return ending, settling
+
+
+def _queue_after_commit(ending: list[str], settling: list[str]) -> None:
     if ending:
         transaction.on_commit(lambda: enqueue_session_work(ending))
     if settling:
@@ -145,7 +189,6 @@ def events_store(
         # waiting a moment lets one run take in the whole burst.
         delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
         transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
-    return outcome
 
 
 def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:
