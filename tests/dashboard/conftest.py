@@ -8,8 +8,7 @@ import pytest
 from django.test import Client
 
 from sessionhub.models import Team
-
-from .factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, UserFactory
 
 
 def pytest_configure(config: pytest.Config) -> None:

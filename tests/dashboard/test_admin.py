@@ -18,8 +18,7 @@ from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
 from memory.models import ContinuityRecord, Summary
 from sessionhub.models import ApiToken, Team
 from sessionhub.text.redaction import RULES_VERSION
-
-from .factories import (
+from tests.factories import (
     AgentFactory,
     ContinuityRecordFactory,
     EventFactory,

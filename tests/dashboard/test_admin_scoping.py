@@ -17,8 +17,7 @@ from lifecycle.models import Agent, LifecycleEvent, Session
 from memory.models import LlmUsage, TaskFailure
 from sessionhub.models import ApiToken, Membership, Team
 from sessionhub.services import api_token_create
-
-from .factories import (
+from tests.factories import (
     AgentFactory,
     ContinuityRecordFactory,
     MembershipFactory,

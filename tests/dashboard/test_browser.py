@@ -23,8 +23,7 @@ from memory.models import ContinuityRecord
 from sessionhub.models import Team
 from sessionhub.services import team_get_or_create
 from tests.conftest import claude_code_hooks, openclaw_hooks
-
-from .factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

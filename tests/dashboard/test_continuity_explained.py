@@ -7,8 +7,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessionhub.models import Team
-
-from .factories import AgentFactory, ContinuityRecordFactory, SessionFactory
+from tests.factories import AgentFactory, ContinuityRecordFactory, SessionFactory
 
 
 def test_score_parts_and_matched_terms_are_shown(member_client: Client, team: Team) -> None:

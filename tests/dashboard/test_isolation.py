@@ -11,8 +11,7 @@ from django.urls import reverse
 
 from memory.models import Pin
 from sessionhub.models import Team
-
-from .factories import (
+from tests.factories import (
     ContinuityRecordFactory,
     MembershipFactory,
     PinFactory,

@@ -12,8 +12,7 @@ from django.utils import timezone
 from dashboard import charts, presenters
 from lifecycle.models import EventKind, SessionStatus
 from sessionhub.models import Team
-
-from .factories import AgentFactory, EventFactory, SessionFactory
+from tests.factories import AgentFactory, EventFactory, SessionFactory
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from memory.models import Pin
 from sessionhub.models import Team
-
-from .factories import AgentFactory, PinFactory
+from tests.factories import AgentFactory, PinFactory
 
 pytestmark = pytest.mark.django_db
 

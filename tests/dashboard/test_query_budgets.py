@@ -17,8 +17,7 @@ from dashboard import selectors
 from lifecycle.models import EventKind
 from sessionhub.models import Team
 from sessionhub.services import membership_add
-
-from .factories import (
+from tests.factories import (
     AgentFactory,
     ContinuityRecordFactory,
     EventFactory,

@@ -14,8 +14,7 @@ from dashboard import selectors
 from lifecycle.models import EventKind, LifecycleEvent, Session
 from memory.models import StreamTail, Summary
 from sessionhub.models import Team
-
-from .factories import AgentFactory
+from tests.factories import AgentFactory
 
 pytestmark = [
     pytest.mark.django_db,

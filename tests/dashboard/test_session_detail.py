@@ -12,8 +12,7 @@ from django.urls import reverse
 
 from lifecycle.models import EventKind, SessionStatus, Source
 from sessionhub.models import Team
-
-from .factories import (
+from tests.factories import (
     AgentFactory,
     ContinuityRecordFactory,
     EventFactory,

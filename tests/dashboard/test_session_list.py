@@ -15,8 +15,7 @@ from django.utils import timezone
 from dashboard import selectors
 from lifecycle.models import EventKind, SessionStatus, Source
 from sessionhub.models import Team
-
-from .factories import (
+from tests.factories import (
     AgentFactory,
     EventFactory,
     SessionFactory,

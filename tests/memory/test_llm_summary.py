@@ -21,8 +21,7 @@ from lifecycle.models import EventKind, Session, SessionStatus
 from memory import pipeline
 from memory.models import LlmUsage, Summary
 from sessionhub.models import Team
-
-from .factories import AgentFactory, EventFactory, SessionFactory
+from tests.factories import EventFactory, GenericAgentFactory, LiveSessionFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -124,8 +123,8 @@ def llm(settings: Any) -> Iterator[ChatServer]:
 
 def ended_session(team: Team | None = None) -> Session:
     """An ended session with a prompt, a tool use and a final answer, as stored rows."""
-    agent = AgentFactory(team=team) if team else AgentFactory()
-    session = SessionFactory(agent=agent, status=SessionStatus.ENDED, event_count=5)
+    agent = GenericAgentFactory(team=team) if team else GenericAgentFactory()
+    session = LiveSessionFactory(agent=agent, status=SessionStatus.ENDED, event_count=5)
     now = timezone.now()
     rows = [
         (EventKind.SESSION_START, "", {}, {}),

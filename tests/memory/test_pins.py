@@ -14,8 +14,7 @@ from rest_framework.test import APIClient
 
 from memory.models import Pin
 from sessionhub.models import Team
-
-from .factories import AgentFactory, PinFactory, SessionFactory
+from tests.factories import GenericAgentFactory, LiveSessionFactory, PinFactory
 
 GITHUB_TOKEN = "ghp_76dEyTzAeKOmXRrvftva9AW7hipTgadDZFlR"
 
@@ -30,13 +29,13 @@ def create(api: APIClient, agent: Any, **body: Any) -> Any:
 
 @pytest.fixture
 def agent(team: Team) -> Any:
-    return AgentFactory(team=team)
+    return GenericAgentFactory(team=team)
 
 
 @pytest.mark.django_db
 class TestPinLifecycle:
     def test_create_list_update_unpin(self, api: APIClient, agent: Any) -> None:
-        session = SessionFactory(agent=agent)
+        session = LiveSessionFactory(agent=agent)
         response = create(
             api,
             agent,
@@ -114,7 +113,7 @@ class TestPinLifecycle:
     def test_cap_is_per_agent(self, api: APIClient, agent: Any, team: Team) -> None:
         for i in range(10):
             PinFactory(agent=agent, label=f"pin {i}")
-        other = AgentFactory(team=team)
+        other = GenericAgentFactory(team=team)
         assert create(api, other, label="pin 0").status_code == 201
 
     def test_duplicate_label_is_a_409(self, api: APIClient, agent: Any) -> None:
@@ -154,7 +153,7 @@ class TestPinLifecycle:
     def test_origin_session_must_be_the_agents(
         self, api: APIClient, agent: Any, team: Team
     ) -> None:
-        elsewhere = SessionFactory(agent=AgentFactory(team=team))
+        elsewhere = LiveSessionFactory(agent=GenericAgentFactory(team=team))
         response = create(api, agent, label="x", origin_session=str(elsewhere.pk))
         assert response.status_code == 404
         assert not Pin.objects.exists()
@@ -232,7 +231,7 @@ def test_secrets_in_a_pin_are_redacted(api: APIClient, agent: Any) -> None:
 @pytest.mark.django_db(transaction=True)
 def test_cap_holds_under_concurrent_requests(live_server: Any, token: str, team: Team) -> None:
     """Twenty simultaneous creates: exactly ten land, the rest are told why."""
-    agent = AgentFactory(team=team)
+    agent = GenericAgentFactory(team=team)
     url = f"{live_server.url}/api/v1/agents/{agent.pk}/pins"
 
     def post(i: int) -> requests.Response:
@@ -278,7 +277,7 @@ def test_label_that_grows_when_redacted_still_fits(api: APIClient, agent: Any) -
 @pytest.mark.django_db(transaction=True)
 def test_concurrent_renames_onto_one_label(live_server: Any, token: str, team: Team) -> None:
     """Ten pins renamed to the same label at once: one wins, the others get a clear 409."""
-    agent = AgentFactory(team=team)
+    agent = GenericAgentFactory(team=team)
     pins = [PinFactory(agent=agent, label=f"pin {i}") for i in range(10)]
 
     def rename(pin: Pin) -> requests.Response:

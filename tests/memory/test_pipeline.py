@@ -23,8 +23,8 @@ from memory import pipeline
 from memory.models import Observation, SessionFeatures, StreamTail, Summary
 from sessionhub.text.redaction import redact_text
 from tests.conftest import CLAUDE_CODE_SCENARIOS, OPENCLAW_SCENARIOS, openclaw_hooks
-
-from .factories import EventFactory, SessionFactory, claude_code_as_sent, transcript
+from tests.factories import EventFactory, LiveSessionFactory
+from tests.memory.payloads import claude_code_as_sent, transcript
 
 pytestmark = pytest.mark.django_db
 
@@ -268,7 +268,7 @@ def test_a_long_session_is_summarized_from_its_end(monkeypatch: pytest.MonkeyPat
     count (the final message, the open tasks), and the opening prompt still makes the
     request."""
     monkeypatch.setattr(pipeline, "FEATURE_EVENT_LIMIT", 12)
-    session = SessionFactory(status=SessionStatus.ENDED, event_count=32)
+    session = LiveSessionFactory(status=SessionStatus.ENDED, event_count=32)
     now = timezone.now() - timedelta(hours=1)
     rows = [(EventKind.PROMPT, "", {"text": "Port the billing jobs to the new queue"}, {})]
     for turn in range(10):

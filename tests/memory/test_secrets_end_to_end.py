@@ -27,8 +27,7 @@ from lifecycle.models import Agent, LifecycleEvent, Session
 from memory import pipeline
 from memory.models import Observation, Pin, SessionFeatures, StreamTail, Summary
 from tests.conftest import FIXTURES, read_jsonl
-
-from .factories import claude_code_as_sent
+from tests.memory.payloads import claude_code_as_sent
 
 CASES = read_jsonl(FIXTURES / "secrets.jsonl")
 AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}")

@@ -37,7 +37,7 @@ from lifecycle.models import Agent, Session
 from memory import pipeline
 from sessionhub.text.redaction import redact_text
 from tests.conftest import FIXTURES, read_jsonl
-from tests.dashboard.factories import MembershipFactory, UserFactory
+from tests.factories import MembershipFactory, UserFactory
 from tests.memory.test_redaction import RECALL
 
 from .test_secrets_end_to_end import database_rows, strings_in

@@ -34,8 +34,8 @@ from memory.models import (
 from sessionhub.celery import app
 from sessionhub.text.redaction import RULES_VERSION
 from tests.conftest import openclaw_hooks
-
-from .factories import EventFactory, SessionFactory, claude_code_as_sent
+from tests.factories import EventFactory, LiveSessionFactory
+from tests.memory.payloads import claude_code_as_sent
 
 DERIVED = (Observation, StreamTail, Summary, SessionFeatures)
 
@@ -162,7 +162,7 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
 ) -> None:
     """Ingestion queues work only when a session turns dirty; a run whose every round saw
     new events must queue the next run itself, not leave it to the outbox sweep."""
-    session = SessionFactory()
+    session = LiveSessionFactory()
     EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
     Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)
     if busy:
@@ -198,7 +198,7 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
 def broken_session() -> Session:
     """A session whose log holds a row no adapter writes: a tool use whose facts are a
     JSON list instead of an object (as a hand edit or an old bug could leave)."""
-    session = SessionFactory(status=SessionStatus.ACTIVE)
+    session = LiveSessionFactory(status=SessionStatus.ACTIVE)
     EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
     EventFactory(session=session, kind=EventKind.TOOL_USE, phase="post", facts=["not", "a", "dict"])
     Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)

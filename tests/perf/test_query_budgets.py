@@ -27,7 +27,7 @@ from rest_framework.test import APIClient
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus, Source
 from memory.models import Observation, SessionFeatures, Summary
 from sessionhub.models import Team
-from tests.memory.factories import AgentFactory, EventFactory, PinFactory, SessionFactory
+from tests.factories import EventFactory, GenericAgentFactory, LiveSessionFactory, PinFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -196,7 +196,7 @@ def test_canonical_events_endpoint_costs_the_same_for_1_and_100_events(
 
 def _completed(agent: Any, n: int, topics: list[str]) -> Session:
     ended = timezone.now() - timedelta(hours=1 + n)
-    session = SessionFactory(
+    session = LiveSessionFactory(
         agent=agent,
         source=agent.source,
         status=SessionStatus.ENDED,
@@ -225,7 +225,9 @@ def _completed(agent: Any, n: int, topics: list[str]) -> Session:
 
 
 def _continuity_queries(api: APIClient, team: Team, candidates: int) -> tuple[int, list[str], Any]:
-    agent = AgentFactory(team=team, source=Source.CLAUDE_CODE, external_id=f"gw:{candidates}")
+    agent = GenericAgentFactory(
+        team=team, source=Source.CLAUDE_CODE, external_id=f"gw:{candidates}"
+    )
     topics = ["orders", "billing", "postgres", "index", "latency"]
     made = [_completed(agent, n, topics) for n in range(candidates)]
     # The best candidate held two pins; both are inherited.
@@ -237,11 +239,13 @@ def _continuity_queries(api: APIClient, team: Team, candidates: int) -> tuple[in
             origin_session=made[0],
             unpinned_at=made[0].ended_at,
         )
-    SessionFactory(agent=agent, source=agent.source, external_id=f"asking-{candidates}")
+    LiveSessionFactory(agent=agent, source=agent.source, external_id=f"asking-{candidates}")
     # The warm-up asks for a session of another agent, so the measured answer still
     # inherits the two pins (a second session of the same agent would find them taken).
-    loner = AgentFactory(team=team, source=Source.CLAUDE_CODE, external_id=f"warm:{candidates}")
-    SessionFactory(agent=loner, source=loner.source, external_id=f"warm-{candidates}")
+    loner = GenericAgentFactory(
+        team=team, source=Source.CLAUDE_CODE, external_id=f"warm:{candidates}"
+    )
+    LiveSessionFactory(agent=loner, source=loner.source, external_id=f"warm-{candidates}")
     body = {"source": "claude-code", "keywords": topics}
     warm = api.post(
         "/api/v1/continuity", {**body, "session_id": f"warm-{candidates}"}, format="json"
@@ -278,14 +282,14 @@ def _get(api: APIClient, path: str) -> tuple[int, list[str]]:
 
 
 def test_session_list_costs_the_same_for_5_and_50_sessions(api: APIClient, team: Team) -> None:
-    agent = AgentFactory(team=team)
+    agent = GenericAgentFactory(team=team)
     for _ in range(5):
-        SessionFactory(agent=agent)
+        LiveSessionFactory(agent=agent)
     _get(api, "/api/v1/sessions")  # warm-up
     five, _ = _get(api, "/api/v1/sessions")
-    other = AgentFactory(team=team)
+    other = GenericAgentFactory(team=team)
     for _ in range(45):
-        SessionFactory(agent=other)
+        LiveSessionFactory(agent=other)
     fifty, sqls = _get(api, "/api/v1/sessions")
     _show("session list, 5 vs 50 sessions", {"5": five, "50": fifty})
     assert five == fifty, _listing(sqls)
@@ -293,7 +297,7 @@ def test_session_list_costs_the_same_for_5_and_50_sessions(api: APIClient, team:
 
 
 def _session_with_events(agent: Any, count: int) -> Session:
-    session = SessionFactory(agent=agent)
+    session = LiveSessionFactory(agent=agent)
     for n in range(count):
         EventFactory(
             session=session, kind=EventKind.TOOL_USE, phase="post", event_id=f"{session.pk}-{n}"
@@ -302,7 +306,7 @@ def _session_with_events(agent: Any, count: int) -> Session:
 
 
 def test_session_detail_costs_the_same_for_1_and_100_events(api: APIClient, team: Team) -> None:
-    agent = AgentFactory(team=team)
+    agent = GenericAgentFactory(team=team)
     small = _session_with_events(agent, 1)
     large = _session_with_events(agent, 100)
     _get(api, f"/api/v1/sessions/{small.pk}")  # warm-up
@@ -314,11 +318,11 @@ def test_session_detail_costs_the_same_for_1_and_100_events(api: APIClient, team
 
 
 def test_session_detail_costs_the_same_in_a_chain_of_1_and_5(api: APIClient, team: Team) -> None:
-    agent = AgentFactory(team=team)
-    alone = SessionFactory(agent=agent)
-    chain = [SessionFactory(agent=agent)]
+    agent = GenericAgentFactory(team=team)
+    alone = LiveSessionFactory(agent=agent)
+    chain = [LiveSessionFactory(agent=agent)]
     for _ in range(4):
-        chain.append(SessionFactory(agent=agent, previous_session=chain[-1]))
+        chain.append(LiveSessionFactory(agent=agent, previous_session=chain[-1]))
     _get(api, f"/api/v1/sessions/{alone.pk}")  # warm-up
     one, one_sqls = _get(api, f"/api/v1/sessions/{alone.pk}")
     five, five_sqls = _get(api, f"/api/v1/sessions/{chain[2].pk}")
@@ -329,7 +333,7 @@ def test_session_detail_costs_the_same_in_a_chain_of_1_and_5(api: APIClient, tea
 def test_session_events_and_memory_cost_the_same_for_1_and_100_events(
     api: APIClient, team: Team
 ) -> None:
-    agent = AgentFactory(team=team)
+    agent = GenericAgentFactory(team=team)
     counts: dict[str, int] = {}
     for size in (1, 100):
         session = _session_with_events(agent, size)

@@ -288,7 +288,7 @@ def test_resummary_with_the_broker_away_is_a_503_not_a_500(
     from kombu import pools
 
     from sessionhub.celery import app
-    from tests.dashboard.factories import session_with_story
+    from tests.factories import session_with_story
 
     session = session_with_story(team)
     saved = (app.conf.broker_url, app.conf.task_always_eager)

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from tests.dashboard.factories import AgentFactory, PinFactory, session_with_story
+from tests.factories import AgentFactory, PinFactory, session_with_story
 
 from .test_security import api_routes
 

@@ -1,5 +1,5 @@
-"""Factories for the memory tests: model rows (factory_boy) and gateway payloads built from
-the shared fixtures the way the gateways' clients send them."""
+"""Gateway payloads for the memory tests, built from the shared fixtures the way the
+gateways' clients send them (the model rows are in tests/factories.py)."""
 
 from __future__ import annotations
 
@@ -7,80 +7,7 @@ import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import factory
-from django.utils import timezone
-
-from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
-from memory.models import Pin
-from sessionhub.models import Team
-from sessionhub.text.redaction import RULES_VERSION
 from tests.conftest import FIXTURES, claude_code_hooks, read_jsonl
-
-# --- model rows ---------------------------------------------------------------------------
-
-
-class TeamFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Team
-        django_get_or_create = ("slug",)
-
-    slug = factory.Sequence(lambda n: f"team-{n}")
-    name = factory.LazyAttribute(lambda o: o.slug.title())
-
-
-class AgentFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Agent
-
-    team = factory.SubFactory(TeamFactory)
-    source = Source.GENERIC
-    external_id = factory.Sequence(lambda n: f"agent-{n}")
-    name = factory.LazyAttribute(lambda o: o.external_id)
-    last_seen_at = factory.LazyFunction(timezone.now)
-
-
-class SessionFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Session
-
-    agent = factory.SubFactory(AgentFactory)
-    team = factory.SelfAttribute("agent.team")
-    source = factory.SelfAttribute("agent.source")
-    external_id = factory.Sequence(lambda n: f"session-{n}")
-    status = SessionStatus.ACTIVE
-    started_at = factory.LazyFunction(timezone.now)
-    has_start = True
-
-
-class EventFactory(factory.django.DjangoModelFactory):
-    """A stored event; written straight to the table, so no redaction happens here."""
-
-    class Meta:
-        model = LifecycleEvent
-
-    session = factory.SubFactory(SessionFactory)
-    team = factory.SelfAttribute("session.team")
-    source = factory.SelfAttribute("session.source")
-    event_id = factory.Sequence(lambda n: f"evt-{n}")
-    kind = EventKind.PROMPT
-    occurred_at = factory.LazyFunction(timezone.now)
-    received_at = factory.LazyFunction(timezone.now)
-    facts = factory.LazyFunction(dict)
-    payload = factory.LazyFunction(dict)
-    redaction_version = RULES_VERSION
-
-
-class PinFactory(factory.django.DjangoModelFactory):
-    class Meta:
-        model = Pin
-
-    agent = factory.SubFactory(AgentFactory)
-    team = factory.SelfAttribute("agent.team")
-    label = factory.Sequence(lambda n: f"pin {n}")
-    content = "remember this"
-    pinned_at = factory.LazyFunction(timezone.now)
-    redaction_version = RULES_VERSION
-
 
 # --- gateway payloads -----------------------------------------------------------------------
 

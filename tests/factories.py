@@ -1,5 +1,10 @@
-"""Rows for the dashboard tests: teams, members, agents, sessions and what memory makes of
-them, written straight to the tables (the dashboard only reads them)."""
+"""The test suite's rows (factory_boy): teams, members, agents, sessions, events and what
+memory makes of them, written straight to the tables (no ingestion, no redaction).
+
+Two flavours of agent and session: by default a Claude Code project and a session that
+ended a while ago (what the dashboard lists); ``GenericAgentFactory`` and
+``LiveSessionFactory`` give a generic-API agent and a session just started, with nothing
+counted yet (what the memory tests build on)."""
 
 from __future__ import annotations
 
@@ -13,6 +18,7 @@ from django.utils import timezone
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
 from memory.models import ContinuityRecord, Observation, Pin, StreamTail, Summary
 from sessionhub.models import Membership, Team
+from sessionhub.text.redaction import RULES_VERSION
 
 
 class TeamFactory(factory.django.DjangoModelFactory):
@@ -86,6 +92,34 @@ class SessionFactory(factory.django.DjangoModelFactory):
     tool_use_count = 1
 
 
+class GenericAgentFactory(AgentFactory):
+    """An agent of the generic API, named by its id."""
+
+    source = Source.GENERIC
+    external_id = factory.Sequence(lambda n: f"agent-{n}")
+    name = factory.LazyAttribute(lambda o: o.external_id)
+    project = ""
+
+
+class LiveSessionFactory(SessionFactory):
+    """A session just started: active, nothing counted yet, no channel or project."""
+
+    agent = factory.SubFactory(GenericAgentFactory)
+    external_id = factory.Sequence(lambda n: f"session-{n}")
+    channel = ""
+    project = ""
+    cwd = ""
+    status = SessionStatus.ACTIVE
+    started_at = factory.LazyFunction(timezone.now)
+    ended_at = None
+    last_event_at = None
+    end_reason = ""
+    event_count = 0
+    prompt_count = 0
+    turn_count = 0
+    tool_use_count = 0
+
+
 class EventFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = LifecycleEvent
@@ -99,6 +133,7 @@ class EventFactory(factory.django.DjangoModelFactory):
     received_at = factory.LazyFunction(timezone.now)
     facts = factory.LazyFunction(dict)
     payload = factory.LazyFunction(dict)
+    redaction_version = RULES_VERSION
 
 
 class SummaryFactory(factory.django.DjangoModelFactory):
@@ -151,6 +186,7 @@ class PinFactory(factory.django.DjangoModelFactory):
     label = factory.Sequence(lambda n: f"pin {n}")
     content = "remember this"
     pinned_at = factory.LazyFunction(timezone.now)
+    redaction_version = RULES_VERSION
 
 
 class ContinuityRecordFactory(factory.django.DjangoModelFactory):
