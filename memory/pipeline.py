@@ -20,7 +20,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
-from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
+from lifecycle.adapters import tool_io
+from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
 from sessionhub.text.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.text.tails import tail_words
 
@@ -74,23 +75,12 @@ def digest(value: Any, limit: int = DIGEST_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _tool_io(event: LifecycleEvent) -> tuple[Any, Any]:
-    payload = event.payload or {}
-    if event.source == Source.CLAUDE_CODE:
-        return payload.get("tool_input"), payload.get("tool_response", payload.get("error"))
-    if event.source == Source.OPENCLAW:
-        inner = payload.get("event") or {}
-        return inner.get("params"), inner.get("result", inner.get("error"))
-    inner = payload
-    return inner.get("input", inner.get("params")), inner.get("output", inner.get("result"))
-
-
 def _observations_record(session: Session, events: list[LifecycleEvent]) -> None:
     rows = []
     for event in events:
         if event.kind != EventKind.TOOL_USE or event.phase == "pre":
             continue
-        tool_input, tool_output = _tool_io(event)
+        tool_input, tool_output = tool_io(event.source, event.payload)
         rows.append(
             Observation(
                 team_id=session.team_id,
@@ -174,8 +164,7 @@ def _texts(session: Session) -> dict[str, list[str]]:
         if kind == EventKind.PROMPT:
             texts["prompts"].append(str(facts.get("text") or ""))
         elif kind == EventKind.TOOL_USE:
-            event = LifecycleEvent(kind=kind, payload=payload or {}, source=source)
-            tool_input, _ = _tool_io(event)
+            tool_input, _ = tool_io(source, payload)
             texts["tools"].append(digest(tool_input))
         else:
             if facts.get("final_message"):
@@ -317,8 +306,9 @@ def _wants_summary(session: Session, new_events: list[LifecycleEvent]) -> bool:
     if session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
         summary = Summary.objects.filter(session=session).only("events_seen").first()
         return summary is None or summary.events_seen != session.event_count
-    # Claude Code's Stop closes a turn the user may never follow up: summarize there too.
-    return any(e.kind == EventKind.TURN_END and e.source == Source.CLAUDE_CODE for e in new_events)
+    # A gateway may say a turn's end is where memory is distilled (Claude Code's Stop
+    # closes a turn the user may never follow up).
+    return any(e.kind == EventKind.TURN_END and e.facts.get("summarize") for e in new_events)
 
 
 # Events after which a session's features (topics, projects, pending tasks) are rebuilt.

@@ -54,6 +54,12 @@ KNOWN_FIELDS = {
     "payload",
 }
 _SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW}
+_FACT_LENGTHS = {"text": 10**6, "tool_name": 200, "model": 200}
+
+
+def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
+    """A tool call's input and output in a canonical event's free-form payload."""
+    return payload.get("input", payload.get("params")), payload.get("output", payload.get("result"))
 
 
 def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
@@ -88,38 +94,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
     )
     cwd = opt_str(body, "cwd", "cwd")
 
-    facts: dict[str, Any] = {}
-    reason = opt_str(body, "reason", "reason", max_length=100)
-    if kind == EventKind.SESSION_END:
-        facts["reason"] = end_reason(reason)
-        facts["reason_detail"] = reason
-    elif kind == EventKind.SESSION_SUSPEND:
-        facts["reason"] = reason or "suspend"
-    for key in ("previous_session_id", "next_session_id"):
-        value = identifier(body.get(key), key, required=False)
-        if value:
-            facts["resumed_from" if key == "previous_session_id" else key] = as_key(value)
-    for key in ("message_count", "token_count"):
-        count = opt_count(body.get(key), key)
-        if count is not None:
-            facts[key] = count
-    text = opt_str(body, "text", "text", max_length=10**6)
-    if text:
-        facts["text"] = text
-    tool_name = opt_str(body, "tool_name", "tool_name", max_length=200)
-    if tool_name:
-        facts["tool_name"] = tool_name
-    model = opt_str(body, "model", "model", max_length=200)
-    if model:
-        facts["model"] = model
-    # Checked whatever the kind: a known field of the wrong type is refused, not dropped.
-    final_message = opt_str(body, "final_message", "final_message", max_length=10**6)
-    reasoning = opt_str(body, "reasoning", "reasoning", max_length=10**6)
-    if kind == EventKind.TURN_END:
-        tagged, visible = reasoning_from_text(final_message)
-        facts["final_message"] = visible
-        facts["reasoning"] = reasoning or tagged
-
+    facts = _facts(body, kind, source)
     return NormalizedEvent(
         event_id=event_id,
         kind=kind,
@@ -137,3 +112,38 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         facts=facts,
         payload=payload,
     )
+
+
+def _facts(body: dict[str, Any], kind: str, source: str) -> dict[str, Any]:
+    """The event's facts from its known fields (a field of the wrong type is refused)."""
+    facts: dict[str, Any] = {}
+    reason = opt_str(body, "reason", "reason", max_length=100)
+    if kind == EventKind.SESSION_END:
+        facts["reason"] = end_reason(reason)
+        facts["reason_detail"] = reason
+    elif kind == EventKind.SESSION_SUSPEND:
+        facts["reason"] = reason or "suspend"
+    for key in ("previous_session_id", "next_session_id"):
+        value = identifier(body.get(key), key, required=False)
+        if value:
+            facts["resumed_from" if key == "previous_session_id" else key] = as_key(value)
+    for key in ("message_count", "token_count"):
+        count = opt_count(body.get(key), key)
+        if count is not None:
+            facts[key] = count
+    for key in ("text", "tool_name", "model"):
+        value = opt_str(body, key, key, max_length=_FACT_LENGTHS[key])
+        if value:
+            facts[key] = value
+    # Checked whatever the kind: a known field of the wrong type is refused, not dropped.
+    final_message = opt_str(body, "final_message", "final_message", max_length=10**6)
+    reasoning = opt_str(body, "reasoning", "reasoning", max_length=10**6)
+    if kind == EventKind.TURN_END:
+        tagged, visible = reasoning_from_text(final_message)
+        facts["final_message"] = visible
+        facts["reasoning"] = reasoning or tagged
+        if source == Source.CLAUDE_CODE:
+            # An event that says it is Claude Code's follows Claude Code's rule: a turn's
+            # end is where its memory is distilled.
+            facts["summarize"] = True
+    return facts

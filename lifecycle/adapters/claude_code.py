@@ -104,6 +104,11 @@ def _compaction_agent(body: dict[str, Any]) -> bool:
     return isinstance(last, str) and "<summary>" in last
 
 
+def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
+    """A tool call's input and output (or its error) as Claude Code's hook body has them."""
+    return payload.get("tool_input"), payload.get("tool_response", payload.get("error"))
+
+
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     """Validate and map one Claude Code hook body."""
     body = require_dict(body, "$")
@@ -130,7 +135,31 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     raw_remote = opt_str(extra, "git_remote", "sessionhub.git_remote")
     agent_id, agent_name, project = agent_identity(gateway=gateway, cwd=cwd, git_remote=raw_remote)
     kind, phase = _kind_of(hook, body)
+    facts = {
+        **_lifecycle_facts(hook, kind, body),
+        **_turn_facts(hook, kind, body, extra),
+        **_context_facts(body, extra),
+    }
+    return NormalizedEvent(
+        event_id=event_id,
+        kind=kind,
+        source=Source.CLAUDE_CODE,
+        occurred_at=occurred_at,
+        agent_external_id=agent_id,
+        agent_name=agent_name,
+        session_external_id=as_key(session_id),
+        hook=as_key(hook, limit=100),
+        phase=phase,
+        channel="cli",
+        cwd=cwd,
+        project=project,
+        facts=facts,
+        payload=raw,
+    )
 
+
+def _lifecycle_facts(hook: str, kind: str, body: dict[str, Any]) -> dict[str, Any]:
+    """Starts, ends, prompts, tool calls and compactions."""
     facts: dict[str, Any] = {}
     if hook == "SessionStart":
         source = opt_str(body, "source", "source", max_length=40)
@@ -163,6 +192,14 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         )
         if summary:
             facts["compact_summary"] = summary
+    return facts
+
+
+def _turn_facts(
+    hook: str, kind: str, body: dict[str, Any], extra: dict[str, Any]
+) -> dict[str, Any]:
+    """A turn's (or a session's) last words and reasoning, and whether it failed."""
+    facts: dict[str, Any] = {}
     if hook == "StopFailure":
         # A turn that an API error ended: no final message, whatever text came with it.
         facts["failed"] = True
@@ -183,6 +220,15 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
             facts["reasoning"] = reasoning or tagged
     if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
+        # Claude Code's Stop closes a turn the user may never follow up: the session's
+        # memory is distilled there, not only at its end.
+        facts["summarize"] = True
+    return facts
+
+
+def _context_facts(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    """What the client adds: what it trimmed, and the model."""
+    facts: dict[str, Any] = {}
     trimmed = extra.get("trimmed")
     if isinstance(trimmed, dict) and trimmed:
         # What the client cut from oversized strings (path → characters), so the stored
@@ -196,20 +242,4 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     model = model or opt_str(extra, "model", "sessionhub.model", max_length=200)
     if model:
         facts["model"] = model
-
-    return NormalizedEvent(
-        event_id=event_id,
-        kind=kind,
-        source=Source.CLAUDE_CODE,
-        occurred_at=occurred_at,
-        agent_external_id=agent_id,
-        agent_name=agent_name,
-        session_external_id=as_key(session_id),
-        hook=as_key(hook, limit=100),
-        phase=phase,
-        channel="cli",
-        cwd=cwd,
-        project=project,
-        facts=facts,
-        payload=raw,
-    )
+    return facts

@@ -126,6 +126,12 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     return facts, kept
 
 
+def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
+    """A tool call's parameters and result (or error) as the plugin forwards them."""
+    inner = payload.get("event") or {}
+    return inner.get("params"), inner.get("result", inner.get("error"))
+
+
 def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
     """Validate and map one OpenClaw hook call; ``gateway`` names the caller's token."""
     body = require_dict(body, "$")
@@ -165,6 +171,45 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
     )
 
     kind, phase = _kind_of(hook)
+    kind, facts, payload_event = _hook_facts(hook, kind, event, session_id)
+    # Context the gateway adds as it likes: a word of the wrong type is ignored, never a
+    # reason to refuse the event.
+    trigger = _loose_str(ctx, "trigger", 40)
+    if trigger:
+        facts["run_trigger"] = trigger
+    model = _loose_str(ctx, "modelId", 200) or _loose_str(event, "modelId", 200)
+    if model:
+        facts["model"] = model
+
+    channel = opt_str(ctx, "channelId", "ctx.channelId", max_length=100) or opt_str(
+        ctx, "messageProvider", "ctx.messageProvider", max_length=100
+    )
+    workspace = opt_str(ctx, "workspaceDir", "ctx.workspaceDir")
+    payload = {"event": payload_event, "ctx": ctx}
+    return NormalizedEvent(
+        event_id=event_id,
+        kind=kind,
+        source=Source.OPENCLAW,
+        occurred_at=occurred_at,
+        agent_external_id=as_key(agent_external_id, limit=300),
+        agent_name=shown(agent_name),
+        session_external_id=as_key(session_id),
+        session_key=as_key(session_key, limit=300),
+        hook=as_key(hook, limit=100),
+        phase=phase,
+        channel=channel,
+        cwd=workspace,
+        project=workspace,
+        facts=facts,
+        payload=payload,
+    )
+
+
+def _hook_facts(
+    hook: str, kind: str, event: dict[str, Any], session_id: str
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(kind, facts, event kept as payload) of one hook: a ``session_end`` may be a
+    suspend, and ``agent_end`` keeps only what memory needs of the conversation."""
     facts: dict[str, Any] = {}
     payload_event = event
     if hook == "session_start":
@@ -208,35 +253,4 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
         )
         reasoning, visible = reasoning_from_text(text)
         facts = {"final_message": visible, "reasoning": reasoning}
-
-    # Context the gateway adds as it likes: a word of the wrong type is ignored, never a
-    # reason to refuse the event.
-    trigger = _loose_str(ctx, "trigger", 40)
-    if trigger:
-        facts["run_trigger"] = trigger
-    model = _loose_str(ctx, "modelId", 200) or _loose_str(event, "modelId", 200)
-    if model:
-        facts["model"] = model
-
-    channel = opt_str(ctx, "channelId", "ctx.channelId", max_length=100) or opt_str(
-        ctx, "messageProvider", "ctx.messageProvider", max_length=100
-    )
-    workspace = opt_str(ctx, "workspaceDir", "ctx.workspaceDir")
-    payload = {"event": payload_event, "ctx": ctx}
-    return NormalizedEvent(
-        event_id=event_id,
-        kind=kind,
-        source=Source.OPENCLAW,
-        occurred_at=occurred_at,
-        agent_external_id=as_key(agent_external_id, limit=300),
-        agent_name=shown(agent_name),
-        session_external_id=as_key(session_id),
-        session_key=as_key(session_key, limit=300),
-        hook=as_key(hook, limit=100),
-        phase=phase,
-        channel=channel,
-        cwd=workspace,
-        project=workspace,
-        facts=facts,
-        payload=payload,
-    )
+    return kind, facts, payload_event
