@@ -120,6 +120,13 @@ def _reopen(session: Session, at: datetime) -> bool:
 
 def apply(session: Session, event: FoldEvent) -> None:
     """Apply one event, assumed to come after every event already applied."""
+    _stamp(session, event)
+    _count(session, event)
+    _transition(session, event)
+
+
+def _stamp(session: Session, event: FoldEvent) -> None:
+    """The session's times, event count and what the event says of it (model, tokens...)."""
     at = event.occurred_at
     if session.first_event_at is None or at < session.first_event_at:
         session.first_event_at = at
@@ -140,6 +147,9 @@ def apply(session: Session, event: FoldEvent) -> None:
     if facts.get("run_trigger") and session.trigger != USER_TRIGGER:
         session.trigger = str(facts["run_trigger"])[:40]
 
+
+def _count(session: Session, event: FoldEvent) -> None:
+    """Prompts, tool uses, turns and compactions."""
     kind = event.kind
     if kind not in _DURING_COMPACTION:
         session.in_compaction = False
@@ -159,6 +169,10 @@ def apply(session: Session, event: FoldEvent) -> None:
         session.compaction_count += 0 if session.in_compaction else 1
         session.in_compaction = True
 
+
+def _transition(session: Session, event: FoldEvent) -> None:
+    """Active, suspended, ended: where the event moves the session."""
+    kind, at = event.kind, event.occurred_at
     closed = session.status in (SessionStatus.ENDED, SessionStatus.CRASHED)
     if closed:
         if kind in _STARTS and session.has_start and _reopen(session, at):

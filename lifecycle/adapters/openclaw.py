@@ -151,24 +151,7 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
         )
     )
 
-    session_id = identifier(
-        ctx.get("sessionId") or event.get("sessionId"), "ctx.sessionId", required=False
-    )
-    session_key = opt_str(ctx, "sessionKey", "ctx.sessionKey", max_length=300) or opt_str(
-        event, "sessionKey", "event.sessionKey", max_length=300
-    )
-    if not session_key:
-        session_key = opt_str(ctx, "conversationId", "ctx.conversationId", max_length=300)
-    agent_id = identifier(ctx.get("agentId"), "ctx.agentId", required=False)
-    agent_id = agent_id or agent_from_session_key(session_key)
-    if not session_id and not session_key:
-        raise EventInvalid("ctx.sessionId", "a session id or session key is required", "required")
-    if not agent_id:
-        raise EventInvalid("ctx.agentId", "an agent id or session key is required", "required")
-    instance = identifier(body.get("gateway"), "gateway", required=False)
-    agent_external_id, agent_name = (
-        agent_identity(agent_id, gateway, instance) if gateway or instance else (agent_id, agent_id)
-    )
+    session_id, session_key, agent_external_id, agent_name = _whose(body, event, ctx, gateway)
 
     kind, phase = _kind_of(hook)
     kind, facts, payload_event = _hook_facts(hook, kind, event, session_id)
@@ -203,6 +186,31 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
         facts=facts,
         payload=payload,
     )
+
+
+def _whose(
+    body: dict[str, Any], event: dict[str, Any], ctx: dict[str, Any], gateway: str
+) -> tuple[str, str, str, str]:
+    """(session id, session key, agent external id, agent name) of a hook call."""
+    session_id = identifier(
+        ctx.get("sessionId") or event.get("sessionId"), "ctx.sessionId", required=False
+    )
+    session_key = opt_str(ctx, "sessionKey", "ctx.sessionKey", max_length=300) or opt_str(
+        event, "sessionKey", "event.sessionKey", max_length=300
+    )
+    if not session_key:
+        session_key = opt_str(ctx, "conversationId", "ctx.conversationId", max_length=300)
+    agent_id = identifier(ctx.get("agentId"), "ctx.agentId", required=False)
+    agent_id = agent_id or agent_from_session_key(session_key)
+    if not session_id and not session_key:
+        raise EventInvalid("ctx.sessionId", "a session id or session key is required", "required")
+    if not agent_id:
+        raise EventInvalid("ctx.agentId", "an agent id or session key is required", "required")
+    instance = identifier(body.get("gateway"), "gateway", required=False)
+    agent_external_id, agent_name = (
+        agent_identity(agent_id, gateway, instance) if gateway or instance else (agent_id, agent_id)
+    )
+    return session_id, session_key, agent_external_id, agent_name
 
 
 def _hook_facts(
