@@ -52,6 +52,21 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             error_body("Request body is too large", "payload_too_large"),
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
         )
+    if isinstance(exc, (DatabaseError, InterfaceError)):
+        return _database_error(exc)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, PermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    response = drf_exception_handler(exc, context)
+    if response is None:
+        return None
+    response.data = _drf_error_body(exc)
+    return response
+
+
+def _database_error(exc: DatabaseError | InterfaceError) -> Response:
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The database is away (restart, failover, too many connections): the client
         # keeps its events and retries; nothing was committed.
@@ -70,38 +85,30 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
             error_body("A value in the request is out of range", "invalid_value"),
             status=status.HTTP_400_BAD_REQUEST,
         )
-    if isinstance(exc, DatabaseError):
-        logger.exception("database error")
-        return Response(
-            error_body("The request could not be stored; retry later", "database_error"),
-            status=status.HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": _retry_after()},
-        )
-    if isinstance(exc, Http404):
-        exc = exceptions.NotFound()
-    elif isinstance(exc, PermissionDenied):
-        exc = exceptions.PermissionDenied()
+    logger.exception("database error")
+    return Response(
+        error_body("The request could not be stored; retry later", "database_error"),
+        status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        headers={"Retry-After": _retry_after()},
+    )
 
-    response = drf_exception_handler(exc, context)
-    if response is None:
-        return None
+
+def _drf_error_body(exc: Exception) -> dict[str, Any]:
+    """The one error shape for what DRF itself raised (validation, throttling, auth...)."""
     if isinstance(exc, exceptions.ValidationError):
-        body = error_body("Invalid input", "invalid", {"fields": exc.detail})
-    elif isinstance(exc, exceptions.Throttled):
-        body = error_body(
+        return error_body("Invalid input", "invalid", {"fields": exc.detail})
+    if isinstance(exc, exceptions.Throttled):
+        return error_body(
             "Too many requests",
             "throttled",
             {"retry_after_seconds": exc.wait and int(exc.wait)},  # type: ignore[attr-defined]
         )
-    elif isinstance(exc, exceptions.APIException):
+    if isinstance(exc, exceptions.APIException):
         detail = exc.detail
         message = str(detail) if not isinstance(detail, (list, dict)) else "Request failed"
         code = exc.get_codes() if isinstance(exc.get_codes(), str) else exc.default_code
-        body = error_body(message, str(code))
-    else:  # pragma: no cover - DRF only answers APIException subclasses
-        body = error_body("Request failed", "error")
-    response.data = body
-    return response
+        return error_body(message, str(code))
+    return error_body("Request failed", "error")  # pragma: no cover - DRF answers only those
 
 
 def json_error(message: str, code: str, status_code: int, **headers: str) -> JsonResponse:
