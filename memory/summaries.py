@@ -162,6 +162,37 @@ def llm_config() -> dict[str, Any] | None:
 
 def summarize_llm(data: SummaryInput, config: dict[str, Any]) -> SummaryDraft:
     """Ask an OpenAI-compatible ``/chat/completions`` endpoint; LlmUnavailable on any failure."""
+    request = _llm_request(data, config)
+    sent = request.data if isinstance(request.data, bytes) else b""
+    try:
+        with urllib.request.urlopen(request, timeout=float(config.get("TIMEOUT", 20))) as response:  # noqa: S310
+            received = response.read()
+    # HTTPException: a reply that is not HTTP at all, or cut short (IncompleteRead).
+    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
+        raise LlmUnavailable(f"{exc.__class__.__name__}: {exc}"[:280]) from exc
+    try:
+        answer = json.loads(received.decode("utf-8"))
+    except ValueError as exc:  # not JSON (an HTML error page, a proxy's text...)
+        raise LlmUnavailable(f"unusable answer: {exc}"[:280]) from exc
+    tokens = _tokens_used(answer, sent, received)
+    try:
+        sections = _answer_sections(answer)
+    except (KeyError, IndexError, TypeError, ValueError) as exc:
+        raise LlmUnavailable(f"unusable answer: {exc}"[:280], tokens=tokens) from exc
+    draft = SummaryDraft(method=str(config["MODEL"])[:200], llm_tokens=tokens)
+    for name in SECTIONS:
+        value = sections.get(name)
+        if isinstance(value, list):
+            value = " ".join(str(v) for v in value if v is not None)
+        elif value is None:
+            value = ""
+        setattr(draft, name, _clip(str(value)))
+    if not draft.completed and data.final_message:
+        draft.completed = _clip(data.final_message)
+    return draft
+
+
+def _llm_request(data: SummaryInput, config: dict[str, Any]) -> urllib.request.Request:
     material = {
         "prompts": data.prompts[:10],
         "tool_uses": [f"{t} {d}" for t, d in data.observations[:40]],
@@ -179,47 +210,26 @@ def summarize_llm(data: SummaryInput, config: dict[str, Any]) -> SummaryDraft:
         "max_tokens": int(config.get("MAX_TOKENS", 600)),
     }
     url = config["URL"].rstrip("/") + "/chat/completions"
-    request = urllib.request.Request(  # noqa: S310 - the URL is the operator's own setting
+    return urllib.request.Request(  # noqa: S310 - the URL is the operator's own setting
         url,
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"}
         | ({"Authorization": f"Bearer {config['API_KEY']}"} if config.get("API_KEY") else {}),
         method="POST",
     )
-    sent = request.data if isinstance(request.data, bytes) else b""
-    try:
-        with urllib.request.urlopen(request, timeout=float(config.get("TIMEOUT", 20))) as response:  # noqa: S310
-            received = response.read()
-    # HTTPException: a reply that is not HTTP at all, or cut short (IncompleteRead).
-    except (urllib.error.URLError, http.client.HTTPException, OSError, ValueError) as exc:
-        raise LlmUnavailable(f"{exc.__class__.__name__}: {exc}"[:280]) from exc
-    try:
-        answer = json.loads(received.decode("utf-8"))
-    except ValueError as exc:  # not JSON (an HTML error page, a proxy's text...)
-        raise LlmUnavailable(f"unusable answer: {exc}"[:280]) from exc
-    tokens = _tokens_used(answer, sent, received)
-    try:
-        # Checked step by step: any JSON can come back, and no shape of it may escape as
-        # anything but LlmUnavailable (the caller falls back on exactly that).
-        content = answer["choices"][0]["message"]["content"]
-        if not isinstance(content, str):
-            raise TypeError(f"content is {type(content).__name__}, not text")
-        content = content.strip()
-        if content.startswith("```"):
-            content = content.strip("`").removeprefix("json").strip()
-        sections = json.loads(content)
-        if not isinstance(sections, dict):
-            raise TypeError("not an object")
-    except (KeyError, IndexError, TypeError, ValueError) as exc:
-        raise LlmUnavailable(f"unusable answer: {exc}"[:280], tokens=tokens) from exc
-    draft = SummaryDraft(method=str(config["MODEL"])[:200], llm_tokens=tokens)
-    for name in SECTIONS:
-        value = sections.get(name)
-        if isinstance(value, list):
-            value = " ".join(str(v) for v in value if v is not None)
-        elif value is None:
-            value = ""
-        setattr(draft, name, _clip(str(value)))
-    if not draft.completed and data.final_message:
-        draft.completed = _clip(data.final_message)
-    return draft
+
+
+def _answer_sections(answer: Any) -> dict[str, Any]:
+    """The summary's sections from a chat completion. Checked step by step: any JSON can
+    come back, and no shape of it may escape as anything but the errors the caller turns
+    into LlmUnavailable (the summarizer falls back on exactly that)."""
+    content = answer["choices"][0]["message"]["content"]
+    if not isinstance(content, str):
+        raise TypeError(f"content is {type(content).__name__}, not text")
+    content = content.strip()
+    if content.startswith("```"):
+        content = content.strip("`").removeprefix("json").strip()
+    sections = json.loads(content)
+    if not isinstance(sections, dict):
+        raise TypeError("not an object")
+    return sections
