@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,29 +189,7 @@ def render_preamble(
     k = knobs()
     out = _Budget(k["PREAMBLE_MAX_CHARS"])
     out.add(f"[SESSION CONTINUITY — inherited from {len(chosen)} prior session(s)]")
-    best = chosen[0]
-    text = (texts or {}).get(best.session.pk)
-    summary = (
-        {"request": text.request, "completed": text.completed, "next_steps": text.next_steps}
-        if text is not None
-        else _summary_of(best.session.pk)
-    )
-    evidence = (later or {}).get(best.session.pk) or Later()
-    if summary and (summary["completed"] or summary["request"]):
-        newest = max(scored, key=lambda c: c.session.ended_at or _EPOCH, default=best)
-        if newest.session.pk == best.session.pk:
-            title = f"LAST SESSION ({_ago(best.hours)}):"
-        else:
-            title = f"EARLIER SESSION ({_ago(best.hours)}, chosen over newer ones):"
-        out.lines.append("")
-        out.add(title)
-        if summary["request"]:
-            out.add(f"- asked: {summary['request'][:220]}")
-        if summary["completed"]:
-            out.add(f"- completed: {summary['completed'][:260]}")
-        steps = [s for s in _sentences(summary["next_steps"]) if not evidence.finished(s)]
-        if steps:
-            out.add(f"- next: {' '.join(steps)[:200]}")
+    _best_session(out, chosen[0], scored, texts, later)
     tasks = pending_for_preamble(chosen, scored, later)
     if tasks:
         out.lines.append("")
@@ -221,19 +200,12 @@ def render_preamble(
             line = f"- [{label}] {task.get('text', '')[:120]} ({_ago(candidate.hours)})"
             if not out.add(line):
                 break
-    projects: list[str] = []
-    for candidate in chosen:
-        for project in candidate.features.active_projects if candidate.features else []:
-            if project not in projects:
-                projects.append(project)
+    projects = _union(c.features.active_projects if c.features else [] for c in chosen)
     if projects:
         out.lines.append("")
         out.add("ACTIVE PROJECTS: " + ", ".join(projects[:3]))
-    topics: list[str] = []
-    for candidate in chosen:
-        for topic in candidate.features.hot_topics if candidate.features else []:
-            if topic not in topics and not _MARKER_TOPIC.match(topic):
-                topics.append(topic)
+    topics = _union(c.features.hot_topics if c.features else [] for c in chosen)
+    topics = [topic for topic in topics if not _MARKER_TOPIC.match(topic)]
     if topics:
         out.lines.append("")
         out.add("HOT TOPICS: " + ", ".join(topics[: k["PREAMBLE_MAX_TOPICS"]]))
@@ -244,3 +216,41 @@ def render_preamble(
     while out.lines and out.lines[-1] == "":
         out.lines.pop()
     return "\n".join(out.lines)
+
+
+def _union(lists: Iterable[list[str]]) -> list[str]:
+    """Every item of the lists once, in first-seen order."""
+    return list(dict.fromkeys(item for items in lists for item in items))
+
+
+def _best_session(
+    out: _Budget,
+    best: Candidate,
+    scored: list[Candidate],
+    texts: dict[uuid.UUID, relevance_lib.SessionText] | None,
+    later: dict[uuid.UUID, Later] | None,
+) -> None:
+    """What the best prior session was asked, completed and left to do next."""
+    text = (texts or {}).get(best.session.pk)
+    summary = (
+        {"request": text.request, "completed": text.completed, "next_steps": text.next_steps}
+        if text is not None
+        else _summary_of(best.session.pk)
+    )
+    if not summary or not (summary["completed"] or summary["request"]):
+        return
+    evidence = (later or {}).get(best.session.pk) or Later()
+    newest = max(scored, key=lambda c: c.session.ended_at or _EPOCH, default=best)
+    if newest.session.pk == best.session.pk:
+        title = f"LAST SESSION ({_ago(best.hours)}):"
+    else:
+        title = f"EARLIER SESSION ({_ago(best.hours)}, chosen over newer ones):"
+    out.lines.append("")
+    out.add(title)
+    if summary["request"]:
+        out.add(f"- asked: {summary['request'][:220]}")
+    if summary["completed"]:
+        out.add(f"- completed: {summary['completed'][:260]}")
+    steps = [s for s in _sentences(summary["next_steps"]) if not evidence.finished(s)]
+    if steps:
+        out.add(f"- next: {' '.join(steps)[:200]}")
