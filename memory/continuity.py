@@ -16,6 +16,7 @@ quotes.
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -31,7 +32,13 @@ from . import features as feature_lib
 from . import relevance as relevance_lib
 from .inheritance import pins_inherit
 from .models import ContinuityRecord, Pin
-from .preamble import _MARKER_TOPIC, _finished_task_ids, later_evidence, render_preamble
+from .preamble import (
+    _MARKER_TOPIC,
+    Later,
+    _finished_task_ids,
+    later_evidence,
+    render_preamble,
+)
 from .scoring import (
     _EPOCH,
     Candidate,
@@ -204,28 +211,9 @@ def continuity_build(
     now = now or timezone.now()
     k = knobs()
     wanted = current_keywords(session, keywords, prompt)
-    rows = candidates_for(session.agent_id, exclude_pk=session.pk, now=now)
-    terms = relevance_lib.prompt_terms(prompt) if prompt else []
-    texts = relevance_lib.session_texts(
-        [prior.pk for prior, _ in rows],
-        terms,
-        {prior.pk: features.hot_topics for prior, features in rows if features},
-    )
-    weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
-    later = later_evidence(rows, texts)
-    scored = [
-        score_session(
-            prior,
-            features,
-            wanted,
-            now,
-            k,
-            relevance=weights.get(prior.pk, 0.0),
-            matched=tuple(t for t in terms if t in texts[prior.pk].matched) if terms else (),
-            finished_later=_finished_task_ids(features, later.get(prior.pk)),
-        )
-        for prior, features in rows
-    ]
+    scoring = _score_priors(session, wanted, prompt, now, k)
+    scored, texts, later = scoring.scored, scoring.texts, scoring.later
+    terms = scoring.terms
     decision = choose(scored, prompt_known=bool(terms), k=k)
     chosen = decision.chosen
     repeat = (
@@ -252,6 +240,43 @@ def continuity_build(
         requested_by=requested_by,
         user=user,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    scored: list[Candidate]
+    texts: dict[uuid.UUID, relevance_lib.SessionText]
+    later: dict[uuid.UUID, Later]
+    terms: list[str]
+
+
+def _score_priors(
+    session: Session, wanted: set[str], prompt: str, now: datetime, k: dict[str, Any]
+) -> _Scoring:
+    """Every prior session of the agent that may be a source, scored for this one."""
+    rows = candidates_for(session.agent_id, exclude_pk=session.pk, now=now)
+    terms = relevance_lib.prompt_terms(prompt) if prompt else []
+    texts = relevance_lib.session_texts(
+        [prior.pk for prior, _ in rows],
+        terms,
+        {prior.pk: features.hot_topics for prior, features in rows if features},
+    )
+    weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
+    later = later_evidence(rows, texts)
+    scored = [
+        score_session(
+            prior,
+            features,
+            wanted,
+            now,
+            k,
+            relevance=weights.get(prior.pk, 0.0),
+            matched=tuple(t for t in terms if t in texts[prior.pk].matched) if terms else (),
+            finished_later=_finished_task_ids(features, later.get(prior.pk)),
+        )
+        for prior, features in rows
+    ]
+    return _Scoring(scored, texts, later, terms)
 
 
 @transaction.atomic
