@@ -118,34 +118,35 @@ def session_document(session: Session) -> dict[str, Any]:
         "previous_session": _uuid(session.previous_session_id),
         "continued_by": _uuid(session.continued_by_id),
         "events": [_fields(e, EXPORTED_EVENT_FIELDS) for e in events],
-        "pins": [
-            {
-                "uid": str(p.uid),
-                **_fields(p, PIN_FIELDS),
-                "origin_session": _uuid(p.origin_session_id),
-                "inherited_into": _uuid(p.inherited_into_id),
-                "inherited_from": _uuid(p.inherited_from.uid if p.inherited_from else None),
-            }
-            for p in pins
-        ],
+        "pins": [_pin_document(p) for p in pins],
         "tails": [{"event_id": t.event.event_id, **_fields(t, TAIL_FIELDS)} for t in tails],
         "observations": [
             {"event_id": o.event.event_id, **_fields(o, OBSERVATION_FIELDS)} for o in observations
         ],
         "summary": _fields(summary, SUMMARY_FIELDS) if summary else None,
         "features": _fields(features, FEATURE_FIELDS) if features else None,
-        "continuity_records": [
-            {
-                "uid": str(r.uid),
-                **_fields(r, RECORD_FIELDS),
-                "created_at": r.created_at.isoformat(),
-                "sources": sorted(str(s.pk) for s in r.sources.all()),
-                "requested_by_user": r.requested_by_user.get_username()
-                if r.requested_by_user
-                else None,
-            }
-            for r in records
-        ],
+        "continuity_records": [_record_document(r) for r in records],
+    }
+
+
+def _pin_document(pin: Pin) -> dict[str, Any]:
+    return {
+        "uid": str(pin.uid),
+        **_fields(pin, PIN_FIELDS),
+        "origin_session": _uuid(pin.origin_session_id),
+        "inherited_into": _uuid(pin.inherited_into_id),
+        "inherited_from": _uuid(pin.inherited_from.uid if pin.inherited_from else None),
+    }
+
+
+def _record_document(record: ContinuityRecord) -> dict[str, Any]:
+    user = record.requested_by_user
+    return {
+        "uid": str(record.uid),
+        **_fields(record, RECORD_FIELDS),
+        "created_at": record.created_at.isoformat(),
+        "sources": sorted(str(s.pk) for s in record.sources.all()),
+        "requested_by_user": user.get_username() if user else None,
     }
 
 
@@ -258,21 +259,8 @@ def _session_import(item: dict[str, Any], team: Team) -> None:
             for e in item.get("events", [])
         ]
     )
+    _pins_import(item, team, agent)
     by_event_id = {e.event_id: e for e in LifecycleEvent.objects.filter(session=session)}
-    for pin in item.get("pins", []):
-        # A pin shows up under its origin session and again under the session that
-        # inherited it: create it once, keeping whichever link exists.
-        if Pin.objects.filter(uid=pin["uid"]).exists():
-            continue
-        links = {
-            f"{name}_id": pin[name]
-            for name in ("origin_session", "inherited_into")
-            if pin.get(name)
-            and (pin[name] == item["id"] or Session.objects.filter(pk=pin[name]).exists())
-        }
-        Pin.objects.create(
-            uid=pin["uid"], team=team, agent=agent, **links, **_values(pin, PIN_FIELDS)
-        )
     StreamTail.objects.bulk_create(
         [
             StreamTail(
@@ -305,6 +293,27 @@ def _session_import(item: dict[str, Any], team: Team) -> None:
         SessionFeatures.objects.create(
             team=team, session=session, **_values(item["features"], FEATURE_FIELDS)
         )
+    _records_import(item, team, session)
+
+
+def _pins_import(item: dict[str, Any], team: Team, agent: Agent) -> None:
+    for pin in item.get("pins", []):
+        # A pin shows up under its origin session and again under the session that
+        # inherited it: create it once, keeping whichever link exists.
+        if Pin.objects.filter(uid=pin["uid"]).exists():
+            continue
+        links = {
+            f"{name}_id": pin[name]
+            for name in ("origin_session", "inherited_into")
+            if pin.get(name)
+            and (pin[name] == item["id"] or Session.objects.filter(pk=pin[name]).exists())
+        }
+        Pin.objects.create(
+            uid=pin["uid"], team=team, agent=agent, **links, **_values(pin, PIN_FIELDS)
+        )
+
+
+def _records_import(item: dict[str, Any], team: Team, session: Session) -> None:
     users = get_user_model()
     for record in item.get("continuity_records", []):
         username = record.get("requested_by_user")
