@@ -6,7 +6,7 @@ admin log (who, what, when) on every session they touched.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 from django.contrib import admin
 from django.contrib.admin.models import CHANGE, LogEntry
@@ -17,7 +17,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.functional import cached_property
 
-from sessionhub.admin import TeamScopedAdmin
+from sessionhub.admin import ReadOnlyAdmin, TeamScopedAdmin
 from sessionhub.audit import admin_user_id
 
 from .models import Agent, LifecycleEvent, Session
@@ -122,7 +122,7 @@ class SessionAdmin(TeamScopedAdmin):
 
 
 @admin.register(LifecycleEvent)
-class LifecycleEventAdmin(TeamScopedAdmin):
+class LifecycleEventAdmin(ReadOnlyAdmin):
     """The log is append-only: nothing here can add, change or delete an event."""
 
     list_display = [
@@ -141,15 +141,3 @@ class LifecycleEventAdmin(TeamScopedAdmin):
     list_select_related = ["session", "team"]
     paginator = EstimatedCountPaginator
     show_full_result_count = False
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f.name for f in LifecycleEvent._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

@@ -21,7 +21,7 @@ from django.utils.html import format_html
 from lifecycle.admin import CONTINUE_CHOICES
 from lifecycle.admin import SessionAdmin as LifecycleSessionAdmin
 from lifecycle.models import Session
-from sessionhub.admin import TeamScopedAdmin
+from sessionhub.admin import ReadOnlyAdmin, TeamScopedAdmin
 from sessionhub.exceptions import ApiError
 from sessionhub.text.redaction import RULES_VERSION
 
@@ -38,24 +38,6 @@ from .models import (
     TaskFailure,
 )
 from .tasks import reredact_sessions, summarize_session
-
-
-class ReadOnlyAdmin(TeamScopedAdmin):
-    """Viewable, never added, changed or deleted through the admin."""
-
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f.name for f in self.model._meta.fields] + [
-            f.name for f in self.model._meta.many_to_many
-        ]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
 
 
 @admin.register(Pin)

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import Model
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -261,30 +262,11 @@ def _session_import(item: dict[str, Any], team: Team) -> None:
     )
     _pins_import(item, team, agent)
     by_event_id = {e.event_id: e for e in LifecycleEvent.objects.filter(session=session)}
-    StreamTail.objects.bulk_create(
-        [
-            StreamTail(
-                team=team,
-                session=session,
-                event=by_event_id[t["event_id"]],
-                **_values(t, TAIL_FIELDS),
-            )
-            for t in item.get("tails", [])
-            if t["event_id"] in by_event_id
-        ]
-    )
-    Observation.objects.bulk_create(
-        [
-            Observation(
-                team=team,
-                session=session,
-                event=by_event_id[o["event_id"]],
-                **_values(o, OBSERVATION_FIELDS),
-            )
-            for o in item.get("observations", [])
-            if o["event_id"] in by_event_id
-        ]
-    )
+    for model, key, fields in (
+        (StreamTail, "tails", TAIL_FIELDS),
+        (Observation, "observations", OBSERVATION_FIELDS),
+    ):
+        _event_rows_import(model, item.get(key, []), fields, team, session, by_event_id)
     if item.get("summary"):
         Summary.objects.create(
             team=team, session=session, **_values(item["summary"], SUMMARY_FIELDS)
@@ -294,6 +276,30 @@ def _session_import(item: dict[str, Any], team: Team) -> None:
             team=team, session=session, **_values(item["features"], FEATURE_FIELDS)
         )
     _records_import(item, team, session)
+
+
+def _event_rows_import(
+    model: type[Model],
+    rows: list[dict[str, Any]],
+    fields: list[str],
+    team: Team,
+    session: Session,
+    by_event_id: dict[str, LifecycleEvent],
+) -> None:
+    """Rows made from one of the session's events (tails, observations): those whose
+    event came too."""
+    model._default_manager.bulk_create(
+        [
+            model(
+                team=team,
+                session=session,
+                event=by_event_id[row["event_id"]],
+                **_values(row, fields),
+            )
+            for row in rows
+            if row["event_id"] in by_event_id
+        ]
+    )
 
 
 def _pins_import(item: dict[str, Any], team: Team, agent: Agent) -> None:

@@ -43,6 +43,26 @@ def _team_path(model: type[Model]) -> str | None:
     return "team" if "team" in names else None
 
 
+class ReadOnlyAdminMixin:
+    """Viewable, never added, changed or deleted through the admin."""
+
+    model: type[Model]
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
+        return [f.name for f in self.model._meta.fields] + [
+            f.name for f in self.model._meta.many_to_many
+        ]
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 class TeamScopedAdmin(admin.ModelAdmin):
     """A model admin that shows staff who are not superusers only their teams' objects.
 
@@ -76,6 +96,10 @@ class TeamScopedAdmin(admin.ModelAdmin):
             ("team", admin.RelatedOnlyFieldListFilter) if item == "team" else item
             for item in super().get_list_filter(request)
         ]
+
+
+class ReadOnlyAdmin(ReadOnlyAdminMixin, TeamScopedAdmin):
+    """A team's rows, viewable only."""
 
 
 class MembershipInline(admin.TabularInline):
@@ -163,7 +187,7 @@ class ApiTokenAdmin(TeamScopedAdmin):
 
 
 @admin.register(LogEntry)
-class LogEntryAdmin(admin.ModelAdmin):
+class LogEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     """Who changed what and when, through the admin or the dashboard: read-only."""
 
     list_display = ["action_time", "user", "action", "content_type", "target", "message"]
@@ -199,21 +223,9 @@ class LogEntryAdmin(admin.ModelAdmin):
     def message(self, entry: LogEntry) -> str:
         return entry.get_change_message()
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        return [f.name for f in LogEntry._meta.fields]
-
     def get_queryset(self, request: HttpRequest) -> QuerySet[LogEntry]:
         # An entry names objects of any team: a non-superuser sees only their own.
         queryset = super().get_queryset(request)
         if getattr(request.user, "is_superuser", False):
             return queryset
         return queryset.filter(user=request.user)
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
-        return False

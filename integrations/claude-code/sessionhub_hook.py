@@ -917,12 +917,7 @@ def _api_error(record: dict, message: dict) -> bool:
 def api_error_record(path: str) -> dict | None:
     """The newest main-conversation assistant line, when it is Claude Code's text for a
     failed API call (the turn ended with StopFailure); else None."""
-    try:
-        size = os.path.getsize(path)
-        records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW)
-    except (OSError, TypeError, ValueError):
-        return None
-    for record in reversed(records):
+    for record in reversed(_transcript_window(path)):
         message = record.get("message")
         if record.get("isSidechain") or not isinstance(message, dict):
             continue
@@ -930,15 +925,20 @@ def api_error_record(path: str) -> dict | None:
     return None
 
 
-def transcript_model(path: str) -> str | None:
-    """The model of the newest real assistant message (headless sessions name it nowhere
-    else)."""
+def _transcript_window(path: str) -> list[dict]:
+    """The records of the transcript's last TRANSCRIPT_WINDOW bytes; [] when unreadable."""
     try:
         size = os.path.getsize(path)
         records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW)
     except (OSError, TypeError, ValueError):
-        return None
-    for record in reversed(records):
+        return []
+    return records
+
+
+def transcript_model(path: str) -> str | None:
+    """The model of the newest real assistant message (headless sessions name it nowhere
+    else)."""
+    for record in reversed(_transcript_window(path)):
         message = record.get("message")
         if isinstance(message, dict) and not _api_error(record, message):
             model = message.get("model")
