@@ -1,4 +1,8 @@
+import hashlib
+
+from celery.signals import task_failure
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class MemoryConfig(AppConfig):
@@ -7,11 +11,7 @@ class MemoryConfig(AppConfig):
     name = "memory"
 
     def ready(self) -> None:
-        import hashlib
-
-        from celery.signals import task_failure
-        from django.conf import settings
-
+        # Modules that define or use models load once the app registry is ready.
         from lifecycle.signals import register_session_task, session_closed
         from sessionhub.text.redaction import set_identity_key
 

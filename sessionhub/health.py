@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import redis
 from django.conf import settings
 from django.db import connection
 from django.http import HttpRequest, JsonResponse
@@ -27,8 +28,6 @@ def _check_database() -> dict[str, object]:
 def _check_broker() -> dict[str, object]:
     if not settings.REDIS_URL:
         return {"ok": True, "mode": "in-process (no broker configured)"}
-    import redis
-
     # A Redis known to be away is reported at once: the probe needs no timeout of its own.
     breaker = breaker_for(settings.REDIS_URL)
     if not breaker.available:

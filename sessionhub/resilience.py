@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
+import redis
 from django.conf import settings
 
 logger = logging.getLogger("sessionhub.redis")
@@ -158,8 +159,6 @@ def breaker_for(url: str) -> CircuitBreaker:
 
 def _pinger(url: str) -> Callable[[], Any]:
     def ping() -> Any:
-        import redis
-
         client = redis.Redis.from_url(url, **redis_timeouts())
         try:
             return client.ping()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils.text import slugify
@@ -68,8 +69,6 @@ def superusers_join_sole_team() -> int:
     holds sessions is to land on its data, not on "You are not in a team yet"; with two
     teams or more, membership stays an explicit choice (tenants stay apart). Returns how
     many joined."""
-    from django.contrib.auth import get_user_model
-
     teams = list(Team.objects.order_by("pk")[:2])
     if len(teams) != 1:
         return 0

@@ -14,6 +14,7 @@ import threading
 import time
 from typing import Any, cast
 
+import redis
 from django.conf import settings
 from django.core.cache import cache
 from rest_framework.request import Request
@@ -46,8 +47,6 @@ def _count(key: str, ttl: int) -> int:
         url = _redis_url()
         client = _redis_clients.get(url)
         if client is None:
-            import redis
-
             client = _redis_clients[url] = redis.Redis.from_url(url, **redis_timeouts())
         key = f"{settings.CACHES['default'].get('KEY_PREFIX', '')}:{key}"
         pipe = client.pipeline(transaction=False)
