@@ -30,6 +30,7 @@ from .adapters import openclaw as openclaw_adapter
 from .adapters.base import as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
 from .ingest.outbox import outbox_sweep
+from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
 from .ingest.store import events_store
 from .models import Agent, Session, Source
@@ -89,6 +90,12 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
             continue
         valid.append((index, _redacted(event)))
         results.append(EventResult(index=index, status=ACCEPTED, event_id=event.event_id))
+    if len(valid) == 1 and quiet(valid[0][1]):
+        quick = event_store_quiet(team=team, event=valid[0][1], received_at=now)
+        if quick is not None:
+            results[valid[0][0]].status, results[valid[0][0]].session_id = quick
+            embedded_housekeeping(now)
+            return results
     parts = _split_at_new_sessions(valid)
     # Nearly always one part; several are stored in one transaction all the same.
     with transaction.atomic() if len(parts) > 1 else contextlib.nullcontext():
