@@ -1,10 +1,15 @@
-"""Per-token rate limits: a fixed-window counter in Redis, counted per process while
-Redis is away.
+"""Per-token rate limits: a fixed-window counter in Redis, which each process adds to in
+steps, counted per process while Redis is away.
 
 DRF's stock throttle keeps every request's timestamp in one cache value, which costs a
 large read and write per request at gateway rates; a counter per window costs one
-increment. When Redis is hung or down (or its circuit breaker is open) each process
-counts the window itself: a token stays limited, to at most the limit per process.
+increment. Even that is a round trip per request on the hot path, so each process counts
+a token's requests itself and adds them to the shared counter in one INCRBY now and then
+(:class:`SyncedWindows`): at least every ``SYNC_SECONDS``, and the more often the closer
+the shared count is to the limit, so that near it every request is counted in Redis
+(the limit holds exactly there, whatever the number of processes). When Redis is hung
+or down (or its circuit breaker is open) each process counts the window itself: a token
+stays limited, to at most the limit per process.
 """
 
 from __future__ import annotations
@@ -41,8 +46,8 @@ def _redis_url() -> str:
     return settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL
 
 
-def _count(key: str, ttl: int) -> int:
-    """Add one to a window's counter and return it: one round trip to Redis."""
+def _count(key: str, ttl: int, step: int = 1) -> int:
+    """Add ``step`` to a window's counter and return it: one round trip to Redis."""
     if settings.REDIS_URL:
         url = _redis_url()
         client = _redis_clients.get(url)
@@ -50,14 +55,14 @@ def _count(key: str, ttl: int) -> int:
             client = _redis_clients[url] = redis.Redis.from_url(url, **redis_timeouts())
         key = f"{settings.CACHES['default'].get('KEY_PREFIX', '')}:{key}"
         pipe = client.pipeline(transaction=False)
-        pipe.incr(key)
+        pipe.incrby(key, step)
         pipe.expire(key, ttl, nx=True)
         return int(pipe.execute()[0])
     try:
-        return cache.incr(key)
+        return cache.incr(key, step)
     except ValueError:
         cache.add(key, 0, timeout=ttl)
-        return cache.incr(key)
+        return cache.incr(key, step)
 
 
 class LocalWindows:
@@ -78,6 +83,52 @@ class LocalWindows:
 
 
 _local = LocalWindows()
+
+
+# How long a process may keep requests to itself before adding them to the shared count.
+SYNC_SECONDS = 0.25
+# Near the limit a process adds its requests at once: it keeps at most this share of
+# what is left of the window's limit.
+_SHARE_OF_WHAT_IS_LEFT = 32
+
+
+class SyncedWindows:
+    """A token's count in this window as this process knows it: the shared count when it
+    last added to it, plus its own requests since. ``count`` says when to add them now
+    (the callable does the round trip and returns the new shared count)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._window: int | None = None
+        self._known: dict[str, int] = {}
+        self._pending: dict[str, int] = {}
+        self._synced_at: dict[str, float] = {}
+
+    def count(self, key: str, window: int, limit: int, add: Any) -> int:
+        with self._lock:
+            if window != self._window:
+                self._window = window
+                self._known.clear()
+                self._pending.clear()
+                self._synced_at.clear()
+            known = self._known.get(key, 0)
+            pending = self._pending.get(key, 0) + 1
+            now = time.monotonic()
+            keep = max(1, (limit - known) // _SHARE_OF_WHAT_IS_LEFT)
+            if pending < keep and now - self._synced_at.get(key, now) < SYNC_SECONDS:
+                self._pending[key] = pending
+                self._synced_at.setdefault(key, now)
+                return known + pending
+            self._pending[key] = 0
+            self._synced_at[key] = now
+        total = int(add(pending))  # outside the lock: other threads go on counting
+        with self._lock:
+            if self._window == window:
+                self._known[key] = max(self._known.get(key, 0), total)
+        return total
+
+
+_synced = SyncedWindows()
 
 
 class TokenRateThrottle(BaseThrottle):
@@ -108,7 +159,9 @@ class TokenRateThrottle(BaseThrottle):
         breaker = breaker_for(_redis_url())
         if breaker.available:
             try:
-                return _count(key, self.period + 1)
+                return _synced.count(
+                    key, window, self.limit, lambda step: _count(key, self.period + 1, step)
+                )
             except Exception as exc:  # noqa: BLE001 - an outage must not turn into a 500
                 breaker.failed(exc)
         throttled.warning(
