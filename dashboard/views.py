@@ -23,6 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import pins as pin_services
+from memory.models import Pin
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
 from sessionhub.exceptions import ApiError
@@ -220,13 +221,18 @@ def agent_detail(request: MemberRequest, agent_id: str) -> HttpResponse:
     return _agent_page(request, agent, new_form=form, status=400)
 
 
+def _pin_or_404(request: MemberRequest, pin_id: int) -> Pin:
+    pin = selectors.pin_visible(request.teams, pin_id)
+    if pin is None:
+        raise Http404("No such pin")
+    return pin
+
+
 @require_POST
 @member_view
 def pin_edit(request: MemberRequest, pin_id: int) -> HttpResponse:
     """Change a pin's label, content or priority."""
-    pin = selectors.pin_visible(request.teams, pin_id)
-    if pin is None:
-        raise Http404("No such pin")
+    pin = _pin_or_404(request, pin_id)
     form = PinForm(request.POST, prefix=f"pin{pin.pk}")
     if form.is_valid():
         try:
@@ -244,9 +250,7 @@ def pin_edit(request: MemberRequest, pin_id: int) -> HttpResponse:
 @member_view
 def pin_unpin(request: MemberRequest, pin_id: int) -> HttpResponse:
     """Unpin (the pin is kept for provenance)."""
-    pin = selectors.pin_visible(request.teams, pin_id)
-    if pin is None:
-        raise Http404("No such pin")
+    pin = _pin_or_404(request, pin_id)
     pin_services.pin_unpin(pin=pin)
     _audit(request, pin, CHANGE, "Unpinned from the dashboard")
     messages.success(request, f"Unpinned “{pin.label}”.")
