@@ -29,7 +29,7 @@ from memory.models import (
     StreamTail,
     Summary,
 )
-from memory.pins import active_pins
+from memory.selectors import session_memory
 from sessionhub.models import Team
 
 from . import charts
@@ -370,21 +370,18 @@ def session_detail(session: Session) -> SessionDetail:
         for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
         if s.team_id == session.team_id
     ]
+    memory = session_memory(session, observation_limit=OBSERVATION_LIMIT, pins=True)
     return SessionDetail(
         session=session,
         items=timeline(events),
         truncated=truncated,
         spans=spans,
         strip=_strip(session, events, spans),
-        tail=StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first(),
-        summary=Summary.objects.filter(session=session).first(),
-        features=SessionFeatures.objects.filter(session=session).first(),
-        observations=list(
-            Observation.objects.filter(session=session).order_by("occurred_at", "id")[
-                :OBSERVATION_LIMIT
-            ]
-        ),
-        pins=list(active_pins(session.agent)),
+        tail=memory.tail,
+        summary=memory.summary,
+        features=memory.features,
+        observations=memory.observations,
+        pins=memory.pins or [],
         chain=chain,
         following=[s for s in chain if s.previous_session_id == session.pk],
         continued_from=list(
