@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, Sum
+from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate, TruncHour
 from django.urls import reverse
 from django.utils import timezone
@@ -29,7 +29,7 @@ from memory.models import (
     StreamTail,
     Summary,
 )
-from memory.pins import active_pins
+from memory.selectors import session_memory
 from sessionhub.models import Team
 
 from . import charts
@@ -101,15 +101,9 @@ def _day_series(team: Team, since: datetime, days: list[date]) -> list[charts.Se
     ]
 
 
-def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Overview:
-    """The overview page's numbers: a handful of aggregate queries over the window."""
-    now = now or timezone.now()
-    today = timezone.localdate(now)
-    first_day = today - timedelta(days=days - 1)
-    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
-    # Background runs (heartbeats...) are not the team's work: kept out of the charts.
-    window = Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
-
+def _window_totals(window: QuerySet[Session]) -> dict[str, Any]:
+    """One aggregate over the window: totals, and a count per duration and compaction
+    bucket (``d0``... and ``c0``...)."""
     duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
     aggregates: dict[str, Any] = {
         "sessions": Count("id"),
@@ -127,15 +121,18 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         if high is not None:
             cond &= Q(compaction_count__lte=high)
         aggregates[f"c{i}"] = Count("id", filter=cond)
-    totals = window.annotate(duration=duration).aggregate(**aggregates)
+    return window.annotate(duration=duration).aggregate(**aggregates)
 
+
+def _counts(team: Team, totals: dict[str, Any]) -> dict[str, int]:
+    """The overview's figures: the window's totals and the sessions open right now."""
     open_now = dict(
         Session.objects.filter(foreground_q(), team=team, status__in=OPEN)
         .values_list("status")
         .annotate(n=Count("id"))
         .order_by()
     )
-    counts = {
+    return {
         "sessions": totals["sessions"] or 0,
         "active": open_now.get(SessionStatus.ACTIVE, 0),
         "suspended": open_now.get(SessionStatus.SUSPENDED, 0),
@@ -144,13 +141,17 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         "compactions": totals["compactions"] or 0,
     }
 
+
+def _per_day_chart(team: Team, since: datetime, first_day: date, days: int) -> Chart:
     day_list = [first_day + timedelta(days=i) for i in range(days)]
-    per_day = charts.column_chart(
+    return charts.column_chart(
         title=f"Sessions started per day, by status (last {days} days)",
         labels=[d.strftime("%b %d") for d in day_list],
         series=_day_series(team, since, day_list),
     )
 
+
+def _per_hour_chart(team: Team, now: datetime) -> Chart:
     hour_start = (now - timedelta(hours=HOURS - 1)).replace(minute=0, second=0, microsecond=0)
     hourly = dict(
         LifecycleEvent.objects.filter(team=team, received_at__gte=hour_start)
@@ -160,45 +161,47 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         .order_by()
     )
     hours = [hour_start + timedelta(hours=i) for i in range(HOURS)]
-    per_hour = charts.column_chart(
+    return charts.column_chart(
         title=f"Events received per hour (last {HOURS} hours)",
         labels=[timezone.localtime(h).strftime("%H:00") for h in hours],
         series=[charts.Series("events", [hourly.get(h, 0) for h in hours], "c-events")],
     )
-    durations = charts.column_chart(
-        title=f"Duration of sessions that ended (started in the last {days} days)",
-        labels=[label for label, _, _ in DURATION_BUCKETS],
-        series=[
-            charts.Series(
-                "sessions",
-                [totals[f"d{i}"] or 0 for i in range(len(DURATION_BUCKETS))],
-                "c-duration",
-            )
-        ],
-    )
-    compactions = charts.column_chart(
-        title=f"Compactions per session (last {days} days)",
-        labels=[label for label, _, _ in COMPACTION_BUCKETS],
-        series=[
-            charts.Series(
-                "sessions",
-                [totals[f"c{i}"] or 0 for i in range(len(COMPACTION_BUCKETS))],
-                "c-compaction",
-            )
-        ],
+
+
+def _bucket_chart(
+    title: str, buckets: Sequence[tuple[str, Any, Any]], values: list[int], css: str
+) -> Chart:
+    return charts.column_chart(
+        title=title,
+        labels=[label for label, _, _ in buckets],
+        series=[charts.Series("sessions", values, css)],
     )
 
+
+def _bucket_charts(totals: dict[str, Any], days: int) -> list[Chart]:
+    """How long the window's ended sessions lasted, and how often sessions compacted."""
+    return [
+        _bucket_chart(
+            f"Duration of sessions that ended (started in the last {days} days)",
+            DURATION_BUCKETS,
+            [totals[f"d{i}"] or 0 for i in range(len(DURATION_BUCKETS))],
+            "c-duration",
+        ),
+        _bucket_chart(
+            f"Compactions per session (last {days} days)",
+            COMPACTION_BUCKETS,
+            [totals[f"c{i}"] or 0 for i in range(len(COMPACTION_BUCKETS))],
+            "c-compaction",
+        ),
+    ]
+
+
+def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
+    """The agents and the projects with the most sessions in the window (eight of each)."""
     agents = list(
         window.values_list("agent_id", "agent__name", "agent__external_id")
         .annotate(n=Count("id"))
         .order_by("-n", "agent__name")[:8]
-    )
-    top_agents = charts.bar_list(
-        title=f"Top agents (sessions, last {days} days)",
-        labels=[name or ext for _, name, ext, _ in agents],
-        values=[n for *_, n in agents],
-        hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
-        css="c-agent",
     )
     projects = list(
         window.exclude(project="")
@@ -206,12 +209,36 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         .annotate(n=Count("id"))
         .order_by("-n", "project")[:8]
     )
-    top_projects = charts.bar_list(
-        title=f"Top projects (sessions, last {days} days)",
-        labels=[p for p, _ in projects],
-        values=[n for _, n in projects],
-        css="c-project",
-    )
+    return [
+        charts.bar_list(
+            title=f"Top agents (sessions, last {days} days)",
+            labels=[name or ext for _, name, ext, _ in agents],
+            values=[n for *_, n in agents],
+            hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
+            css="c-agent",
+        ),
+        charts.bar_list(
+            title=f"Top projects (sessions, last {days} days)",
+            labels=[p for p, _ in projects],
+            values=[n for _, n in projects],
+            css="c-project",
+        ),
+    ]
+
+
+def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Overview:
+    """The overview page's numbers: a handful of aggregate queries over the window."""
+    now = now or timezone.now()
+    first_day = timezone.localdate(now) - timedelta(days=days - 1)
+    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
+    # Background runs (heartbeats...) are not the team's work: kept out of the charts.
+    window = Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
+    totals = _window_totals(window)
+    counts = _counts(team, totals)
+    per_day = _per_day_chart(team, since, first_day, days)
+    per_hour = _per_hour_chart(team, now)
+    buckets = _bucket_charts(totals, days)
+    top = _top_charts(window, days)
     crashed = list(
         window.filter(status=SessionStatus.CRASHED)
         .select_related("agent")
@@ -221,8 +248,8 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         days=days,
         since=since,
         counts=counts,
-        charts=[per_day, per_hour, durations, compactions],
-        top=[top_agents, top_projects],
+        charts=[per_day, per_hour, *buckets],
+        top=top,
         crashed=crashed,
     )
 
@@ -370,21 +397,18 @@ def session_detail(session: Session) -> SessionDetail:
         for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
         if s.team_id == session.team_id
     ]
+    memory = session_memory(session, observation_limit=OBSERVATION_LIMIT, pins=True)
     return SessionDetail(
         session=session,
         items=timeline(events),
         truncated=truncated,
         spans=spans,
         strip=_strip(session, events, spans),
-        tail=StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first(),
-        summary=Summary.objects.filter(session=session).first(),
-        features=SessionFeatures.objects.filter(session=session).first(),
-        observations=list(
-            Observation.objects.filter(session=session).order_by("occurred_at", "id")[
-                :OBSERVATION_LIMIT
-            ]
-        ),
-        pins=list(active_pins(session.agent)),
+        tail=memory.tail,
+        summary=memory.summary,
+        features=memory.features,
+        observations=memory.observations,
+        pins=memory.pins or [],
         chain=chain,
         following=[s for s in chain if s.previous_session_id == session.pk],
         continued_from=list(

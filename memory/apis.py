@@ -29,6 +29,7 @@ from . import pins as pin_services
 from .continuity import continuity_build, continuity_continue, record_as_dict
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
+from .selectors import session_memory
 from .tasks import summarize_session
 
 _ERROR = ApiErrorSerializer
@@ -239,17 +240,7 @@ class SessionMemoryApi(APIView):
 
     @extend_schema(responses={200: SessionMemorySerializer, 404: _ERROR})
     def get(self, request: Request, session_id: str) -> Response:
-        session = _session(request, session_id)
-        memory = {
-            "tail": StreamTail.objects.filter(session=session)
-            .order_by("-captured_at", "-id")
-            .first(),
-            "summary": Summary.objects.filter(session=session).first(),
-            "features": SessionFeatures.objects.filter(session=session).first(),
-            "observations": Observation.objects.filter(session=session).order_by("occurred_at")[
-                :500
-            ],
-        }
+        memory = session_memory(_session(request, session_id))
         return Response(SessionMemorySerializer(memory).data)
 
 

@@ -35,6 +35,7 @@ from .models import (
     StreamTail,
     Summary,
 )
+from .selectors import latest_tail
 from .summaries import (
     LlmUnavailable,
     SummaryInput,
@@ -376,10 +377,6 @@ def session_process_until_clean(session_id: str, rounds: int = 10) -> bool:
 def session_is_dirty(session_id: str) -> bool:
     """Whether events wait for the session's memory (its outbox mark is set)."""
     return Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False).exists()
-
-
-def latest_tail(session: Session) -> StreamTail | None:
-    return StreamTail.objects.filter(session=session).order_by("-captured_at", "-id").first()
 
 
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:
