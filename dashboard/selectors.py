@@ -35,6 +35,7 @@ from memory.models import (
     Summary,
 )
 from memory.pins import active_pins
+from memory.summaries import SECTIONS
 from sessionhub.models import Team
 
 PAGE_SIZE = 50
@@ -49,14 +50,7 @@ CHANNEL_CACHE_SECONDS = 300
 SEARCH_CONFIG = "english"
 # What the search reads of a summary. dashboard/migrations/0001_search_indexes.py indexes
 # exactly this expression: change both together (a test checks the index is used).
-SUMMARY_SEARCH_FIELDS = (
-    "request",
-    "investigated",
-    "learned",
-    "completed",
-    "next_steps",
-    "final_message",
-)
+SUMMARY_SEARCH_FIELDS = (*SECTIONS, "final_message")
 OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
 
 User = AbstractBaseUser | AnonymousUser

@@ -30,6 +30,7 @@ from .continuity import continuity_build, continuity_continue, record_as_dict
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
 from .selectors import session_memory
+from .summaries import SECTIONS
 from .tasks import summarize_session
 
 _ERROR = ApiErrorSerializer
@@ -201,11 +202,7 @@ class SummarySerializer(serializers.ModelSerializer):
     class Meta:
         model = Summary
         fields = [
-            "request",
-            "investigated",
-            "learned",
-            "completed",
-            "next_steps",
+            *SECTIONS,
             "final_message",
             "method",
             "fallback_reason",

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any
 
 import orjson
 import psycopg
@@ -32,33 +31,17 @@ from django.db import connection
 from psycopg.types.json import Jsonb
 
 from sessionhub.models import Team
-from sessionhub.text.redaction import RULES_VERSION
 
 from ..adapters import NormalizedEvent
 from ..models import EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import USER_TRIGGER
 from .outbox import enqueue_session_work
 from .results import ACCEPTED, DUPLICATE
-from .statements import column_of, concrete_fields
+from .statements import INSERT_COLUMNS, column_of, concrete_fields, event_row
 
 # The kinds that never move an active session: they add to its counters and times only.
 QUIET_KINDS = frozenset(
     {EventKind.PROMPT, EventKind.TOOL_USE, EventKind.NOTIFICATION, EventKind.OTHER}
-)
-
-_EVENT_COLUMNS = (
-    "team_id",
-    "event_id",
-    "kind",
-    "source",
-    "hook",
-    "phase",
-    "occurred_at",
-    "received_at",
-    "facts",
-    "payload",
-    "redaction_version",
-    "orphan_key",
 )
 
 
@@ -78,7 +61,7 @@ def event_store_quiet(
     """Store a quiet event and add it to its session: (status, session id); None when
     the session is not in a state that lets it (nothing was written)."""
     try:
-        document = orjson.dumps([_row(team, event, received_at)])
+        document = orjson.dumps([event_row(team, event, event.kind, None, received_at)])
     except TypeError:  # an integer past 64 bits: the general path's VALUES take it
         return None
     facts = event.facts
@@ -124,36 +107,24 @@ def event_store_quiet(
     return ACCEPTED, str(session_id)
 
 
-def _row(team: Team, event: NormalizedEvent, received_at: datetime) -> dict[str, Any]:
-    return {
-        "team_id": team.pk,
-        "event_id": event.event_id,
-        "kind": event.kind,
-        "source": event.source,
-        "hook": event.hook[:100],
-        "phase": event.phase,
-        "occurred_at": event.occurred_at,
-        "received_at": received_at,
-        "facts": event.facts,
-        "payload": event.payload,
-        "redaction_version": RULES_VERSION,
-        "orphan_key": "",
-    }
-
-
 @functools.cache
 def _statement() -> str:
     """The statement, built once per process from the models' tables and columns."""
     quote = connection.ops.quote_name
     sessions = quote(Session._meta.db_table)
     events = quote(LifecycleEvent._meta.db_table)
-    fields = concrete_fields(LifecycleEvent, _EVENT_COLUMNS)
+    fields = concrete_fields(LifecycleEvent, INSERT_COLUMNS)
     record = ", ".join(
         f"{quote(name)} {f.db_type(connection)}"
-        for name, f in zip(_EVENT_COLUMNS, fields, strict=True)
+        for name, f in zip(INSERT_COLUMNS, fields, strict=True)
     )
     columns = ", ".join(quote(column_of(f)) for f in fields)
-    values = ", ".join(f"r.{quote(name)}" for name in _EVENT_COLUMNS)
+    # The row is the general path's; the session is the one the statement locked, and
+    # the event is nobody's orphan.
+    values = ", ".join(
+        {"session_id": "s.id", "orphan_key": "''"}.get(name, f"r.{quote(name)}")
+        for name in INSERT_COLUMNS
+    )
     session_column = quote(column_of(concrete_fields(LifecycleEvent, ["session"])[0]))
 
     def keep_or_fill(column: str) -> str:
@@ -168,8 +139,8 @@ def _statement() -> str:
               AND first_event_at IS NOT NULL AND started_at IS NOT NULL
             FOR UPDATE
         ), e AS (
-            INSERT INTO {events} ({columns}, {session_column})
-            SELECT {values}, s.id FROM s, jsonb_to_recordset(%(rows)s) AS r({record})
+            INSERT INTO {events} ({columns})
+            SELECT {values} FROM s, jsonb_to_recordset(%(rows)s) AS r({record})
             ON CONFLICT (team_id, event_id) DO NOTHING
             RETURNING {session_column} AS session_id
         ), u AS (

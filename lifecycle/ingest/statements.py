@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any, cast
 
 import orjson
@@ -17,8 +18,10 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from sessionhub.models import Team
+from sessionhub.text.redaction import RULES_VERSION
 
 from .. import state
+from ..adapters import NormalizedEvent
 from ..models import (
     EVENT_FIELDS,
     SESSION_CONTEXT_FIELDS,
@@ -135,7 +138,29 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         )
 
 
-_INSERT_COLUMNS = ("team_id", "session_id", *EVENT_FIELDS, "redaction_version", "orphan_key")
+INSERT_COLUMNS = ("team_id", "session_id", *EVENT_FIELDS, "redaction_version", "orphan_key")
+
+
+def event_row(
+    team: Team, event: NormalizedEvent, kind: str, session: Session | None, received_at: datetime
+) -> dict[str, Any]:
+    """An event's row as ``insert_events`` takes it (an event with no session is an
+    orphan, waiting under its session key)."""
+    return {
+        "team_id": team.pk,
+        "session_id": session.pk if session else None,
+        "event_id": event.event_id,
+        "kind": kind,
+        "source": event.source,
+        "hook": event.hook[:100],
+        "phase": event.phase,
+        "occurred_at": event.occurred_at,
+        "received_at": received_at,
+        "facts": event.facts,
+        "payload": event.payload,
+        "redaction_version": RULES_VERSION,
+        "orphan_key": "" if session is not None else event.session_key[:300],
+    }
 
 
 def insert_events(rows: list[dict[str, Any]]) -> set[str]:
@@ -179,9 +204,9 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
                 return {row[0] for row in cursor.fetchall()}
     params: list[Any] = []
     for row in rows:
-        for name, model_field in zip(_INSERT_COLUMNS, fields, strict=True):
+        for name, model_field in zip(INSERT_COLUMNS, fields, strict=True):
             params.append(model_field.get_db_prep_save(row[name], connection))
-    one = "(" + ", ".join(["%s"] * len(_INSERT_COLUMNS)) + ")"
+    one = "(" + ", ".join(["%s"] * len(INSERT_COLUMNS)) + ")"
     sql = f"{head}VALUES {', '.join([one] * len(rows))}{tail}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
@@ -193,7 +218,7 @@ def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
     """``insert_events``' statements, built once per process: the head and tail around
     VALUES, the whole statement from one JSON document (PostgreSQL only, else empty),
     and the fields in column order."""
-    fields = concrete_fields(LifecycleEvent, _INSERT_COLUMNS)
+    fields = concrete_fields(LifecycleEvent, INSERT_COLUMNS)
     quote = connection.ops.quote_name
     head = (
         f"INSERT INTO {quote(LifecycleEvent._meta.db_table)} "
@@ -203,7 +228,7 @@ def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
     from_json = ""
     if vendor == "postgresql":
         # The row dicts' keys name the record's columns.
-        keys = [quote(name) for name in _INSERT_COLUMNS]
+        keys = [quote(name) for name in INSERT_COLUMNS]
         typed = ", ".join(
             f"{key} {f.db_type(connection)}" for key, f in zip(keys, fields, strict=True)
         )

@@ -14,7 +14,6 @@ from django.conf import settings
 from django.db import transaction
 
 from sessionhub.models import Team
-from sessionhub.text.redaction import RULES_VERSION
 
 from .. import signals, state
 from ..adapters import NormalizedEvent
@@ -24,7 +23,7 @@ from .fold import _advance, session_refold
 from .identity import _orphans_adopt, _session_of, _sessions_by_key, _sessions_resolve
 from .outbox import enqueue_session_work
 from .results import ACCEPTED, CONFLICT, DUPLICATE
-from .statements import insert_events, sessions_write
+from .statements import event_row, insert_events, sessions_write
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +109,7 @@ def _plan(
             if kind == EventKind.SESSION_START and session.pk in started:
                 kind = EventKind.SESSION_RESUME
             started.add(session.pk)
-        plan.rows.append(_row(team, event, kind, session, received_at))
+        plan.rows.append(event_row(team, event, kind, session, received_at))
         fold = (
             state.FoldEvent(
                 kind=kind,
@@ -124,26 +123,6 @@ def _plan(
         )
         plan.pending.append((i, event.event_id, session, fold))
     return plan
-
-
-def _row(
-    team: Team, event: NormalizedEvent, kind: str, session: Session | None, received_at: datetime
-) -> dict[str, Any]:
-    return {
-        "team_id": team.pk,
-        "session_id": session.pk if session else None,
-        "event_id": event.event_id,
-        "kind": kind,
-        "source": event.source,
-        "hook": event.hook[:100],
-        "phase": event.phase,
-        "occurred_at": event.occurred_at,
-        "received_at": received_at,
-        "facts": event.facts,
-        "payload": event.payload,
-        "redaction_version": RULES_VERSION,
-        "orphan_key": "" if session is not None else event.session_key[:300],
-    }
 
 
 def _fold(
