@@ -135,6 +135,9 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     if hook == "SessionStart":
         source = opt_str(body, "source", "source", max_length=40)
         facts["start_source"] = source
+        if source == "clear":
+            # A /clear start: the session follows the one just cleared in the project.
+            facts["follows_cleared"] = True
         if kind == EventKind.SESSION_START and source and source not in _START_SOURCES:
             facts["start_source_unknown"] = True
     if kind == EventKind.SESSION_END:
