@@ -10,7 +10,9 @@ go out with the batch's sessions, written by the caller.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -21,12 +23,26 @@ from django.db.models import Case, Exists, OuterRef, Q, Value, When
 from sessionhub.models import Team
 
 from .. import state
-from ..models import EndReason, EventKind, Session, SessionStatus
-from .chain_rules import Arrival, Claim, Decisions, Known, Step, claims_of, decide
+from ..models import EndReason, EventKind, LifecycleEvent, Session, SessionStatus
+from .chain_rules import (
+    Arrival,
+    Claim,
+    Closing,
+    Decisions,
+    Known,
+    Step,
+    claims_of,
+    decide,
+    ended_by_replacement,
+)
 from .fold import session_close
 
 _STARTS = (EventKind.SESSION_START, EventKind.SESSION_RESUME)
 _OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+# The id of the end SessionHub stores when a start replaces a session (then the session's id).
+_REPLACED = "sessionhub:replaced:"
+_REPLACED_FACTS = {"reason": EndReason.REPLACED}
+_NEWEST = 2**63
 
 
 def sessions_link(
@@ -50,6 +66,7 @@ def sessions_link(
         [_known(s) for s in siblings],
         window=settings.SESSIONHUB["CLEAR_LINK_WINDOW"],
         nulls_first=connection.features.nulls_order_largest,
+        close=_closing(team, written, siblings, starting),
     )
     _apply(decisions, written, {s.pk: s for s in siblings})
 
@@ -87,6 +104,7 @@ def _known(session: Session, *, followed: bool = False) -> Known:
         previous=session.previous_session_id,
         previous_external_id=session.previous_external_id,
         successor_external_id=session.successor_external_id,
+        last_event_at=session.last_event_at,
         followed=followed,
     )
 
@@ -160,6 +178,50 @@ def _open_siblings_lock(starting: list[Arrival]) -> list[Session]:
     return list(Session.objects.select_for_update().filter(query, status__in=_OPEN).order_by("pk"))
 
 
+def _closing(
+    team: Team, written: dict[Any, Session], siblings: list[Session], starting: list[Arrival]
+) -> Closing:
+    """What closing a session leaves, as ``session_close`` will leave it: nothing when its
+    replaced end is stored already; its log refolded when the end lands before its last
+    event. Only a later start of the batch can see the difference, so the logs are read
+    (in one read) only when the batch has more than one start and a start may replace."""
+    keys = {(a.session.agent_id, a.session.session_key) for a in starting if a.session.session_key}
+    closable = {s.pk for s in siblings} | {
+        pk for pk, s in written.items() if (s.agent_id, s.session_key) in keys
+    }
+    starts = sum(step.starts for a in starting for step in a.steps)
+    if starts < 2 or not closable:
+        return ended_by_replacement
+    ids = {f"{_REPLACED}{pk}": pk for pk in closable}
+    rows = LifecycleEvent.objects.filter(
+        Q(session_id__in=list(closable)) | Q(team=team, event_id__in=list(ids))
+    ).values_list("session_id", "event_id", "kind", "occurred_at", "phase", "facts", "id")
+    replaced = {ids[event_id] for _, event_id, *_ in rows if event_id in ids}
+    logs: dict[Any, list[state.FoldEvent]] = defaultdict(list)
+    for session_id, _, kind, at, phase, facts, order in rows:
+        logs[session_id].append(state.FoldEvent(kind, at, phase, facts or {}, order))
+
+    def close(session: Known, at: datetime) -> Known:
+        if session.pk in replaced:
+            return session
+        if session.last_event_at is None or at >= session.last_event_at:
+            return ended_by_replacement(session, at)
+        # The end is the newest row of the log: it comes last among events of its time.
+        end = state.FoldEvent(EventKind.SESSION_END, at, facts=_REPLACED_FACTS, order=_NEWEST)
+        folded = Session()
+        state.fold(folded, [*logs[session.pk], end])
+        return replace(
+            session,
+            is_open=folded.is_open,
+            started_at=folded.started_at,
+            ended_at=folded.ended_at,
+            end_reason=folded.end_reason,
+            last_event_at=folded.last_event_at,
+        )
+
+    return close
+
+
 def _apply(decisions: Decisions, written: dict[Any, Session], siblings: dict[Any, Session]) -> None:
     """Write what the rules decided: the links in memory (the caller writes the batch's
     sessions), the closes at once, in order."""
@@ -173,6 +235,6 @@ def _apply(decisions: Decisions, written: dict[Any, Session], siblings: dict[Any
             session=session,
             reason=EndReason.REPLACED,
             at=close.at,
-            event_id=f"sessionhub:replaced:{close.pk}",
+            event_id=f"{_REPLACED}{close.pk}",
             facts={"replaced_by": str(close.replaced_by)},
         )

@@ -26,7 +26,7 @@ left it; before that, they see it as it was stored.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -51,6 +51,7 @@ class Known:
     previous: Any = None
     previous_external_id: str = ""
     successor_external_id: str = ""
+    last_event_at: datetime | None = None
     followed: bool = False
 
 
@@ -99,6 +100,17 @@ class Close:
     pk: Any
     at: datetime
     replaced_by: Any
+
+
+def ended_by_replacement(session: Known, at: datetime) -> Known:
+    """What closing a session as replaced at ``at`` leaves when nothing in its log comes
+    after ``at``: an open session ends then, a closed one stays as it is."""
+    if not session.is_open:
+        return session
+    return replace(session, is_open=False, end_reason=EndReason.REPLACED, ended_at=at)
+
+
+Closing = Callable[[Known, datetime], Known]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,12 +165,15 @@ def decide(
     *,
     window: timedelta,
     nulls_first: bool,
+    close: Closing = ended_by_replacement,
 ) -> Decisions:
     """The links and closes the module's rule gives. ``batch`` in the order its sessions
     are taken; ``stored``: the rows read once the claims are written (the batch's
     sessions as stored, the sessions they may follow, the /clear candidates);
-    ``siblings``: the open sessions the keyed starts may replace, as stored."""
-    chain = _Chain(batch, stored, siblings, window=window, nulls_first=nulls_first)
+    ``siblings``: the open sessions the keyed starts may replace, as stored; ``close``:
+    what closing a session as replaced at a time leaves of it (a close landing before the
+    session's last event refolds its log, which only the caller has)."""
+    chain = _Chain(batch, stored, siblings, window=window, nulls_first=nulls_first, close=close)
     for arrival in batch:
         pk = arrival.session.pk
         chain.settled.add(pk)
@@ -183,12 +198,14 @@ class _Chain:
         *,
         window: timedelta,
         nulls_first: bool,
+        close: Closing,
     ) -> None:
         self.now = {a.session.pk: a.session for a in batch}
         self.stored = stored
         self.siblings = {s.pk: s for s in siblings}
         self.window = window
         self.nulls_first = nulls_first
+        self.close = close
         self.settled: set[Any] = set()
         self.closes: list[Close] = []
         self.claims = claims_of(batch)
@@ -277,10 +294,13 @@ class _Chain:
         for old in replaced:
             if old.pk in self.now:
                 self.settled.add(old.pk)
-                self.now[old.pk] = _closed(self.now[old.pk], at)
-            else:
-                self.siblings[old.pk] = _closed(old, at)
-            self.closes.append(Close(old.pk, at, session.pk))
+            # Closed once here, its end is stored: closing it again does nothing.
+            if all(c.pk != old.pk for c in self.closes):
+                if old.pk in self.now:
+                    self.now[old.pk] = self.close(self.now[old.pk], at)
+                else:
+                    self.siblings[old.pk] = self.close(old, at)
+                self.closes.append(Close(old.pk, at, session.pk))
             if self.now[session.pk].previous is None:
                 self.link(session.pk, old.pk)
 
@@ -305,8 +325,3 @@ class _Chain:
             },
             closes=tuple(self.closes),
         )
-
-
-def _closed(session: Known, at: datetime) -> Known:
-    """As a close by SessionHub leaves it: ended at ``at``, replaced."""
-    return replace(session, is_open=False, end_reason=EndReason.REPLACED, ended_at=at)
