@@ -6,9 +6,10 @@ one after the other, each with its starts and its ends that name a successor in 
 order. Once a session has been taken (it is "settled"), the rules see it as the batch
 left it; before that, they see it as it was stored.
 
-- A start: a resume names the session it resumed from, if the session named none. A
-  session that follows nothing yet then follows the one it names (by external id, same
-  source), else the latest started of those that name it as their successor.
+- A start, in this order: a resume names the session it resumed from, if the session
+  named none; a session that follows nothing yet follows the one it names (by external
+  id, same source), else the latest started of those that name it as their successor;
+  then its claim, its /clear link and its replacements, as below.
 - A session's first start, when it followed nothing as the batch came in, claims the
   sessions of its source that name it as where they resumed from; an end that names a
   successor claims that successor. A claim links every settled session that fits it and
@@ -21,7 +22,9 @@ left it; before that, they see it as it was stored.
   window around its start, the latest ended, among those nothing follows yet.
 - A start of a session with a key closes, as replaced, every open session of the same
   agent and key started before it (taken in id order), and follows the first of them
-  if it still follows nothing.
+  if it still follows nothing. What a close leaves of a session is ``close``'s answer
+  (it may refold the session's log); a session closed once in the batch is not closed
+  again, its end being stored already.
 """
 
 from __future__ import annotations

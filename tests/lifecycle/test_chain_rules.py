@@ -6,7 +6,15 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from lifecycle.ingest.chain_rules import Arrival, Close, Decisions, Known, Step, decide
+from lifecycle.ingest.chain_rules import (
+    Arrival,
+    Close,
+    Decisions,
+    Known,
+    Step,
+    decide,
+    ended_by_replacement,
+)
 from lifecycle.models import EndReason
 
 T0 = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
@@ -212,3 +220,28 @@ def test_nothing_in_nothing_out() -> None:
     assert run([]) == Decisions()
     quiet = session(1, started_at=T0)
     assert run([Arrival(quiet, ())]) == Decisions()
+
+
+def test_a_session_a_close_leaves_open_is_not_closed_twice_but_is_followed() -> None:
+    # What closing leaves is the caller's answer: here the session's log goes on past
+    # the first start and its refold leaves it open.
+    old = session(1, session_key="main", started_at=T0 - timedelta(hours=1))
+    first = session(2, session_key="main", started_at=T0 - timedelta(minutes=5))
+    second = session(3, session_key="main", started_at=T0)
+    batch = [
+        Arrival(first, (start(T0 - timedelta(minutes=5)),)),
+        Arrival(second, (start(T0),)),
+    ]
+    decisions = decide(
+        batch,
+        {s.pk: s for s in (first, second)},
+        [old],
+        window=WINDOW,
+        nulls_first=True,
+        close=lambda s, at: s if s.pk == 1 else ended_by_replacement(s, at),
+    )
+    assert decisions.closes == (
+        Close(pk=1, at=T0 - timedelta(minutes=5), replaced_by=2),
+        Close(pk=2, at=T0, replaced_by=3),
+    )
+    assert decisions.links == {2: 1, 3: 1}
