@@ -3,14 +3,15 @@
 
 The same few statements whatever the number of sessions in the batch: one UPDATE of the
 stored sessions that follow one of the batch's (the claims), one read of the sessions
-the rules look at, and one locking read of the open sessions the starts may replace.
-Then one write per session the rules close (``session_close``); the links themselves
+the rules look at, one locking read of the open sessions the starts may replace, and,
+only when a later start of the batch could tell, one read of the events of the sessions
+a start may close. Then ``session_close`` for each session the rules close; the links
 go out with the batch's sessions, written by the caller.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime
@@ -42,7 +43,7 @@ _OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
 # The id of the end SessionHub stores when a start replaces a session (then the session's id).
 _REPLACED = "sessionhub:replaced:"
 _REPLACED_FACTS = {"reason": EndReason.REPLACED}
-_NEWEST = 2**63
+_NEWEST = 2**63  # an end stored now has the newest row id of its session's log
 
 
 def sessions_link(
@@ -183,19 +184,26 @@ def _closing(
 ) -> Closing:
     """What closing a session leaves, as ``session_close`` will leave it: nothing when its
     replaced end is stored already; its log refolded when the end lands before its last
-    event. Only a later start of the batch can see the difference, so the logs are read
-    (in one read) only when the batch has more than one start and a start may replace."""
-    keys = {(a.session.agent_id, a.session.session_key) for a in starting if a.session.session_key}
+    event. Only a later start of the batch can see the difference (one of the same agent
+    and key, or a /clear start), so the logs are read, in one read, only then."""
+    keyed = Counter(
+        (a.session.agent_id, a.session.session_key)
+        for a in starting
+        for step in a.steps
+        if step.starts and a.session.session_key
+    )
     closable = {s.pk for s in siblings} | {
-        pk for pk, s in written.items() if (s.agent_id, s.session_key) in keys
+        pk for pk, s in written.items() if (s.agent_id, s.session_key) in keyed
     }
-    starts = sum(step.starts for a in starting for step in a.steps)
-    if starts < 2 or not closable:
+    cleared = any(step.follows_cleared for a in starting for step in a.steps)
+    if not closable or not (cleared or any(n > 1 for n in keyed.values())):
         return ended_by_replacement
     ids = {f"{_REPLACED}{pk}": pk for pk in closable}
-    rows = LifecycleEvent.objects.filter(
-        Q(session_id__in=list(closable)) | Q(team=team, event_id__in=list(ids))
-    ).values_list("session_id", "event_id", "kind", "occurred_at", "phase", "facts", "id")
+    rows = list(
+        LifecycleEvent.objects.filter(
+            Q(session_id__in=list(closable)) | Q(team=team, event_id__in=list(ids))
+        ).values_list("session_id", "event_id", "kind", "occurred_at", "phase", "facts", "id")
+    )
     replaced = {ids[event_id] for _, event_id, *_ in rows if event_id in ids}
     logs: dict[Any, list[state.FoldEvent]] = defaultdict(list)
     for session_id, _, kind, at, phase, facts, order in rows:
