@@ -164,6 +164,9 @@ def _lifecycle_facts(hook: str, kind: str, body: dict[str, Any]) -> dict[str, An
     if hook == "SessionStart":
         source = opt_str(body, "source", "source", max_length=40)
         facts["start_source"] = source
+        if source == "clear":
+            # A /clear start: the session follows the one just cleared in the project.
+            facts["follows_cleared"] = True
         if kind == EventKind.SESSION_START and source and source not in _START_SOURCES:
             facts["start_source_unknown"] = True
     if kind == EventKind.SESSION_END:

@@ -1,279 +1,248 @@
-"""How sessions follow one another (a resume, a /clear, a reset), and folding a session's
-events into its state."""
+"""How sessions follow one another (a resume, a /clear, a reset): read what the rules in
+``chain_rules`` need, let them decide, write what they decided.
+
+The same few statements whatever the number of sessions in the batch: one UPDATE of the
+stored sessions that follow one of the batch's (the claims), one read of the sessions
+the rules look at, one locking read of the open sessions the starts may replace, and,
+only when a later start of the batch could tell, one read of the events of the sessions
+a start may close. Then ``session_close`` for each session the rules close; the links
+go out with the batch's sessions, written by the caller.
+"""
 
 from __future__ import annotations
 
-import logging
+from collections import Counter, defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Case, Q, Value, When
+from django.db import connection
+from django.db.models import Case, Exists, OuterRef, Q, Value, When
 
 from sessionhub.models import Team
 
 from .. import state
-from ..models import EndReason, EventKind, Session, SessionStatus
-from ..selectors import newest_first
+from ..models import EndReason, EventKind, LifecycleEvent, Session, SessionStatus
+from .chain_rules import (
+    Arrival,
+    Claim,
+    Closing,
+    Decisions,
+    Known,
+    Step,
+    claims_of,
+    decide,
+    ended_by_replacement,
+)
 from .fold import session_close
-
-logger = logging.getLogger(__name__)
 
 _STARTS = (EventKind.SESSION_START, EventKind.SESSION_RESUME)
 _OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+# The id of the end SessionHub stores when a start replaces a session (then the session's id).
+_REPLACED = "sessionhub:replaced:"
+_REPLACED_FACTS = {"reason": EndReason.REPLACED}
+_NEWEST = 2**63  # an end stored now has the newest row id of its session's log
 
 
-@dataclass(frozen=True, slots=True)
-class _Claim:
-    """A link the batch gives other sessions: those whose ``field`` (the id they resumed
-    from, or their own id) is ``value`` and that have no predecessor yet follow ``by``."""
+def sessions_link(
+    team: Team, written: dict[Any, Session], new_by_session: dict[Any, list[state.FoldEvent]]
+) -> None:
+    """Link the batch's sessions into their chains and close the sessions their starts
+    replace. ``written``: the batch's sessions as their new events left them (the caller
+    writes them afterwards); ``new_by_session``: those events, in the order the sessions
+    are taken."""
+    batch = [_arrival(written[pk], events) for pk, events in new_by_session.items()]
+    claims = claims_of(batch)
+    starting = [a for a in batch if any(step.starts for step in a.steps)]
+    if not starting and not claims:
+        return
+    _claims_write(team, written, list(claims.values()))
+    stored = _candidates_read(team, written, starting)
+    siblings = _open_siblings_lock(starting)
+    decisions = decide(
+        batch,
+        stored,
+        [_known(s) for s in siblings],
+        window=settings.SESSIONHUB["CLEAR_LINK_WINDOW"],
+        nulls_first=connection.features.nulls_order_largest,
+        close=_closing(team, written, siblings, starting),
+    )
+    _apply(decisions, written, {s.pk: s for s in siblings})
 
-    by: Session
-    field: str
-    value: str
 
-    def q(self) -> Q:
-        return Q(source=self.by.source, **{self.field: self.value})
+def _arrival(session: Session, events: Iterable[state.FoldEvent]) -> Arrival:
+    """A session of the batch and its steps: its starts, its ends naming a successor."""
+    steps = []
+    for event in events:
+        if event.kind in _STARTS:
+            steps.append(
+                Step(
+                    at=event.occurred_at,
+                    starts=True,
+                    resumed_from=event.facts.get("resumed_from") or "",
+                    follows_cleared=bool(event.facts.get("follows_cleared")),
+                )
+            )
+        elif event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
+            successor = event.facts["next_session_id"]
+            steps.append(Step(at=event.occurred_at, starts=False, next_session_id=successor))
+    return Arrival(_known(session), tuple(steps))
 
-    def fits(self, session: Session) -> bool:
-        return (
-            session.pk != self.by.pk
-            and session.source == self.by.source
-            and getattr(session, self.field) == self.value
+
+def _known(session: Session, *, followed: bool = False) -> Known:
+    return Known(
+        pk=session.pk,
+        source=session.source,
+        external_id=session.external_id,
+        agent_id=session.agent_id,
+        session_key=session.session_key,
+        is_open=session.is_open,
+        started_at=session.started_at,
+        ended_at=session.ended_at,
+        end_reason=session.end_reason,
+        previous=session.previous_session_id,
+        previous_external_id=session.previous_external_id,
+        successor_external_id=session.successor_external_id,
+        last_event_at=session.last_event_at,
+        followed=followed,
+    )
+
+
+def _claim_q(claim: Claim) -> Q:
+    return Q(source=claim.source, **{claim.field: claim.value})
+
+
+def _claims_write(team: Team, written: dict[Any, Session], claims: list[Claim]) -> None:
+    """Stored sessions outside the batch that follow nothing take the first claim that
+    fits them, in one UPDATE (the batch's own sessions take theirs from the rules)."""
+    if not claims:
+        return
+    match = Q()
+    for claim in claims:
+        match |= _claim_q(claim)
+    Session.objects.filter(match, team=team, previous_session__isnull=True).exclude(
+        pk__in=list(written)
+    ).update(previous_session=Case(*(When(_claim_q(c), then=Value(c.by)) for c in claims)))
+
+
+def _candidates_read(
+    team: Team, written: dict[Any, Session], starting: list[Arrival]
+) -> dict[Any, Known]:
+    """In one read, as stored: the batch's sessions, the sessions the starting ones may
+    follow (those they name, those naming one of them as successor) and the sessions a
+    /clear start may follow; each with whether a session follows it. Nothing when every
+    starting session already follows one."""
+    window = settings.SESSIONHUB["CLEAR_LINK_WINDOW"]
+    query = Q()
+    for arrival in starting:
+        session = arrival.session
+        if session.previous is not None:
+            continue
+        named = {session.previous_external_id}
+        named.update(step.resumed_from for step in arrival.steps if step.starts)
+        named.discard("")
+        query |= Q(source=session.source, successor_external_id=session.external_id)
+        if named:
+            query |= Q(source=session.source, external_id__in=named)
+        if session.started_at is not None and any(s.follows_cleared for s in arrival.steps):
+            query |= Q(
+                agent_id=session.agent_id,
+                end_reason=EndReason.CLEAR,
+                ended_at__gte=session.started_at - window,
+                ended_at__lte=session.started_at + window,
+            )
+    if not query:
+        return {}
+    rows = Session.objects.filter(query | Q(pk__in=list(written)), team=team).annotate(
+        followed=Exists(Session.objects.filter(previous_session=OuterRef("pk")))
+    )
+    return {s.pk: _known(s, followed=s.followed) for s in rows}
+
+
+def _open_siblings_lock(starting: list[Arrival]) -> list[Session]:
+    """The open sessions a start may replace (same agent and key, started before it),
+    for every start of the batch in one locking read."""
+    latest: dict[tuple[Any, str], datetime] = {}
+    for arrival in starting:
+        session = arrival.session
+        if session.session_key:
+            pair = (session.agent_id, session.session_key)
+            at = max(step.at for step in arrival.steps if step.starts)
+            latest[pair] = max(latest.get(pair, at), at)
+    if not latest:
+        return []
+    query = Q()
+    for (agent_id, key), at in latest.items():
+        query |= Q(agent_id=agent_id, session_key=key, started_at__lt=at)
+    return list(Session.objects.select_for_update().filter(query, status__in=_OPEN).order_by("pk"))
+
+
+def _closing(
+    team: Team, written: dict[Any, Session], siblings: list[Session], starting: list[Arrival]
+) -> Closing:
+    """What closing a session leaves, as ``session_close`` will leave it: nothing when its
+    replaced end is stored already; its log refolded when the end lands before its last
+    event. Only a later start of the batch can see the difference (one of the same agent
+    and key, or a /clear start), so the logs are read, in one read, only then."""
+    keyed = Counter(
+        (a.session.agent_id, a.session.session_key)
+        for a in starting
+        for step in a.steps
+        if step.starts and a.session.session_key
+    )
+    closable = {s.pk for s in siblings} | {
+        pk for pk, s in written.items() if (s.agent_id, s.session_key) in keyed
+    }
+    cleared = any(step.follows_cleared for a in starting for step in a.steps)
+    if not closable or not (cleared or any(n > 1 for n in keyed.values())):
+        return ended_by_replacement
+    ids = {f"{_REPLACED}{pk}": pk for pk in closable}
+    rows = list(
+        LifecycleEvent.objects.filter(
+            Q(session_id__in=list(closable)) | Q(team=team, event_id__in=list(ids))
+        ).values_list("session_id", "event_id", "kind", "occurred_at", "phase", "facts", "id")
+    )
+    replaced = {ids[event_id] for _, event_id, *_ in rows if event_id in ids}
+    logs: dict[Any, list[state.FoldEvent]] = defaultdict(list)
+    for session_id, _, kind, at, phase, facts, order in rows:
+        logs[session_id].append(state.FoldEvent(kind, at, phase, facts or {}, order))
+
+    def close(session: Known, at: datetime) -> Known:
+        if session.pk in replaced:
+            return session
+        if session.last_event_at is None or at >= session.last_event_at:
+            return ended_by_replacement(session, at)
+        # The end is the newest row of the log: it comes last among events of its time.
+        end = state.FoldEvent(EventKind.SESSION_END, at, facts=_REPLACED_FACTS, order=_NEWEST)
+        folded = Session()
+        state.fold(folded, [*logs[session.pk], end])
+        return replace(
+            session,
+            is_open=folded.is_open,
+            started_at=folded.started_at,
+            ended_at=folded.ended_at,
+            end_reason=folded.end_reason,
+            last_event_at=folded.last_event_at,
         )
 
+    return close
 
-class _Linking:
-    """Session-chain links and replacement, from the starts and ends just stored.
 
-    The same few queries whatever the number of sessions in the batch: one read of the
-    sessions the starting ones may follow, one UPDATE of the stored sessions that follow
-    one of the batch's, one locking read of the open sessions the starts may replace (and
-    one read per /clear start).
-
-    The sessions are linked one after the other, in batch order, as when each was written
-    before the next was linked; now they are all written at the end. So a lookup sees the
-    batch's sessions already linked ("settled") as they are in memory, the others as
-    stored.
-    """
-
-    def __init__(
-        self,
-        team: Team,
-        written: dict[Any, Session],
-        new_by_session: dict[Any, list[state.FoldEvent]],
-    ) -> None:
-        self.team = team
-        self.written = written
-        self.new_by_session = new_by_session
-        self.settled: set[Any] = set()
-        self.by_external_id: dict[tuple[str, str], Session] = {}
-        self.naming_successor: list[Session] = []
-        self.siblings: list[Session] = []
-        self.starting = [
-            (written[pk], starts)
-            for pk, events in new_by_session.items()
-            if (starts := [e for e in events if e.kind in _STARTS])
-        ]
-        self.claims = self._claims()
-
-    def run(self) -> None:
-        if not self.starting and not self.claims:
-            return
-        self._predecessors_read()
-        self._claims_store()
-        self._open_siblings_lock()
-        for session_pk, new_events in self.new_by_session.items():
-            self.settled.add(session_pk)
-            session = self.written[session_pk]
-            for index, event in enumerate(new_events):
-                claim = self.claims.get((session_pk, index))
-                if event.kind not in _STARTS:
-                    self._claim_settled(claim)
-                    continue
-                resumed_from = event.facts.get("resumed_from")
-                if resumed_from and not session.previous_external_id:
-                    session.previous_external_id = resumed_from
-                if not session.previous_session_id:
-                    session.previous_session = self._predecessor(session)
-                self._claim_settled(claim)
-                if event.facts.get("start_source") == "clear":
-                    self._link_cleared(session)
-                if session.session_key:
-                    self._replace_open_siblings(session, event.occurred_at)
-        # A session of the batch settled only after a claim that fits it takes the first
-        # such claim now (written one by one, it would have lost it to its own write).
-        for session in self.written.values():
-            if not session.previous_session_id:
-                claim = next((c for c in self.claims.values() if c.fits(session)), None)
-                if claim is not None:
-                    session.previous_session = claim.by
-
-    def _claim_settled(self, claim: _Claim | None) -> None:
-        """A claim as it is made: settled sessions of the batch without a predecessor that
-        it fits follow its session (stored ones got theirs from ``_claims_store``)."""
-        if claim is None:
-            return
-        for session_pk in self.settled:
-            session = self.written[session_pk]
-            if not session.previous_session_id and claim.fits(session):
-                session.previous_session = claim.by
-
-    def _current(self, rows: Iterable[Session]) -> list[Session]:
-        """The rows as read, each settled session of the batch as it is in memory."""
-        return [self.written[s.pk] if s.pk in self.settled else s for s in rows]
-
-    def _current_and_settled(self, rows: Iterable[Session]) -> list[Session]:
-        """The rows as read but the settled sessions of the batch, then all of these as
-        they are in memory, whether or not they fitted the read."""
-        return [s for s in rows if s.pk not in self.settled] + [
-            self.written[pk] for pk in self.settled
-        ]
-
-    def _claims(self) -> dict[tuple[Any, int], _Claim]:
-        """The claims by (session, index of the event making it), in the order they are
-        made, so the first claim on a session wins, as with one UPDATE each."""
-        claims: dict[tuple[Any, int], _Claim] = {}
-        for session_pk, new_events in self.new_by_session.items():
-            session = self.written[session_pk]
-            claiming = session.previous_session_id is None
-            for index, event in enumerate(new_events):
-                if event.kind in _STARTS and claiming:
-                    # Sessions that named this one as where they resumed from, before it
-                    # was known here.
-                    claims[(session_pk, index)] = _Claim(
-                        session, "previous_external_id", session.external_id
-                    )
-                    claiming = False
-                elif event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
-                    claims[(session_pk, index)] = _Claim(
-                        session, "external_id", event.facts["next_session_id"]
-                    )
-        return claims
-
-    def _claims_store(self) -> None:
-        """Stored sessions that follow one of the batch's, in one UPDATE (the batch's own
-        sessions take theirs in memory: their rows are written afterwards)."""
-        if not self.claims:
-            return
-        claims = list(self.claims.values())
-        match = Q()
-        for claim in claims:
-            match |= claim.q()
-        Session.objects.filter(match, team=self.team, previous_session__isnull=True).exclude(
-            pk__in=list(self.written)
-        ).update(previous_session=Case(*(When(c.q(), then=Value(c.by.pk)) for c in claims)))
-
-    def _predecessors_read(self) -> None:
-        """The sessions the starting ones may follow: those they name as where they
-        resumed from, and those naming one of them as successor."""
-        query = Q()
-        for session, starts in self.starting:
-            if session.previous_session_id:
-                continue
-            named = {session.previous_external_id}
-            named.update(e.facts.get("resumed_from") or "" for e in starts)
-            named.discard("")
-            query |= Q(source=session.source, successor_external_id=session.external_id)
-            if named:
-                query |= Q(source=session.source, external_id__in=named)
-        rows = list(Session.objects.filter(query, team=self.team)) if query else []
-        self.by_external_id = {(s.source, s.external_id): s for s in rows}
-        self.naming_successor = [s for s in rows if s.successor_external_id]
-
-    def _predecessor(self, session: Session) -> Session | None:
-        """The one it resumed from, else the latest started that names it as successor."""
-        if session.previous_external_id:
-            named = self.by_external_id.get((session.source, session.previous_external_id))
-            if named is not None and named.pk != session.pk:
-                return self.written.get(named.pk, named)
-        naming = [
-            s
-            for s in self._current_and_settled(self.naming_successor)
-            if s.source == session.source
-            and s.successor_external_id == session.external_id
-            and s.pk != session.pk
-        ]
-        newest = newest_first(naming, "started_at")
-        return self.written.get(newest[0].pk, newest[0]) if newest else None
-
-    def _open_siblings_lock(self) -> None:
-        """The open sessions a start may replace (same agent and key, started before it),
-        for every start of the batch in one locking read."""
-        latest: dict[tuple[Any, str], datetime] = {}
-        for session, starts in self.starting:
-            if session.session_key:
-                pair = (session.agent_id, session.session_key)
-                at = max(e.occurred_at for e in starts)
-                latest[pair] = max(latest.get(pair, at), at)
-        if latest:
-            query = Q()
-            for (agent_id, key), at in latest.items():
-                query |= Q(agent_id=agent_id, session_key=key, started_at__lt=at)
-            self.siblings = list(
-                Session.objects.select_for_update().filter(query, status__in=_OPEN).order_by("pk")
-            )
-
-    def _replace_open_siblings(self, session: Session, started_at: datetime) -> None:
-        """A new start for the same agent and key ends the session it replaces."""
-        siblings = sorted(
-            (
-                s
-                for s in self._current_and_settled(self.siblings)
-                if s.pk != session.pk
-                and s.agent_id == session.agent_id
-                and s.session_key == session.session_key
-                and s.is_open
-                and s.started_at is not None
-                and s.started_at < started_at
-            ),
-            key=lambda s: s.pk,
+def _apply(decisions: Decisions, written: dict[Any, Session], siblings: dict[Any, Session]) -> None:
+    """Write what the rules decided: the links in memory (the caller writes the batch's
+    sessions), the closes at once, in order."""
+    for pk, name in decisions.resumed_from.items():
+        written[pk].previous_external_id = name
+    for pk, previous in decisions.links.items():
+        written[pk].previous_session_id = previous
+    for close in decisions.closes:
+        session = written[close.pk] if close.pk in written else siblings[close.pk]
+        session_close(
+            session=session,
+            reason=EndReason.REPLACED,
+            at=close.at,
+            event_id=f"{_REPLACED}{close.pk}",
+            facts={"replaced_by": str(close.replaced_by)},
         )
-        for old in siblings:
-            # One of the batch's sessions is closed as it is in memory, and counts so from
-            # now on.
-            old = self.written.get(old.pk, old)
-            if old.pk in self.written:
-                self.settled.add(old.pk)
-            session_close(
-                session=old,
-                reason=EndReason.REPLACED,
-                at=started_at,
-                event_id=f"sessionhub:replaced:{old.pk}",
-                facts={"replaced_by": str(session.pk)},
-            )
-            if not session.previous_session_id:
-                session.previous_session = old
-
-    def _link_cleared(self, session: Session) -> None:
-        """Claude Code /clear: the new session follows the one just cleared in the project."""
-        if session.previous_session_id or session.started_at is None:
-            return
-        window = settings.SESSIONHUB["CLEAR_LINK_WINDOW"]
-        earliest, latest = session.started_at - window, session.started_at + window
-
-        def fits(s: Session) -> bool:
-            return (
-                s.agent_id == session.agent_id
-                and s.end_reason == EndReason.CLEAR
-                and s.ended_at is not None
-                and earliest <= s.ended_at <= latest
-            )
-
-        stored = Q(
-            agent_id=session.agent_id,
-            end_reason=EndReason.CLEAR,
-            ended_at__gte=earliest,
-            ended_at__lte=latest,
-        ) & ~Q(pk__in=list(self.settled))
-        settled = Q(pk__in=[pk for pk in self.settled if fits(self.written[pk])])
-        # Not one that a session already follows, stored or settled.
-        followed = {self.written[pk].previous_session_id for pk in self.settled}
-        rows = Session.objects.filter(stored | settled, next_sessions__isnull=True).exclude(
-            pk=session.pk
-        )
-        newest = newest_first(self._current(s for s in rows if s.pk not in followed), "ended_at")
-        if newest:
-            session.previous_session = self.written.get(newest[0].pk, newest[0])

@@ -18,7 +18,7 @@ from sessionhub.models import Team
 from .. import signals, state
 from ..adapters import NormalizedEvent
 from ..models import EventKind, Session
-from .chain import _Linking
+from .chain import sessions_link
 from .fold import _advance, session_refold
 from .identity import _orphans_adopt, _session_of, _sessions_by_key, _sessions_resolve
 from .outbox import enqueue_session_work
@@ -52,7 +52,7 @@ def events_store(
     # all of them are written at the end, in one statement.
     written = {session_pk: touched[session_pk] for session_pk in new_by_session}
     ending, settling = _fold(written, new_by_session, adopted, received_at)
-    _Linking(team, written, new_by_session).run()
+    sessions_link(team, written, new_by_session)
     sessions_write(list(written.values()))
     _queue_after_commit(ending, settling)
     return planned.outcome
@@ -143,7 +143,7 @@ def _fold(
             session_refold(session)  # adopted events may lie anywhere in its past
         else:
             _advance(session, new_events)
-        for fold in new_events:  # the successor it names; _Linking links the two
+        for fold in new_events:  # the successor it names; sessions_link links the two
             if fold.kind == EventKind.SESSION_END and fold.facts.get("next_session_id"):
                 session.successor_external_id = fold.facts["next_session_id"]
         if was_open and not session.is_open:

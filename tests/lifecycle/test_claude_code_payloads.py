@@ -181,3 +181,11 @@ def test_a_bash_observation_shows_stdout_first() -> None:
         "noOutputExpected": False,
     }
     assert digest(response).startswith("hi there")
+
+
+def test_a_clear_start_says_it_follows_the_cleared_session() -> None:
+    cleared = adapt(hook(0, "SessionStart", source="clear"))
+    assert cleared.facts["follows_cleared"] is True
+    assert cleared.facts["start_source"] == "clear"
+    for source in ("startup", "resume", "compact", "fork"):
+        assert "follows_cleared" not in adapt(hook(0, "SessionStart", source=source)).facts
