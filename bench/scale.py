@@ -379,16 +379,34 @@ class Measure:
                     if not text.lstrip().upper().startswith(("SELECT", "WITH")):
                         continue
                     try:
-                        cursor.execute("EXPLAIN " + text)
+                        plan = self.plan(cursor, text)
                     except Exception as error:  # noqa: BLE001 - a statement EXPLAIN cannot take
                         found.append(f"{figure}: EXPLAIN failed ({error}): {text[:120]}")
                         continue
-                    plan = [row[0] for row in cursor.fetchall()]
                     for line in plan:
                         match = SEQ_SCAN.search(line)
                         if match and self.rows_of(cursor, match["table"]) >= BIG_TABLE_ROWS:
                             found.append(f"{figure}: {line.strip()} <- {text[:160]}")
         return found
+
+    @staticmethod
+    def plan(cursor: Any, text: str) -> list[str]:
+        """The statement's plan. A statement bound server-side was captured with ``$n``
+        placeholders and no values: it is prepared and its generic plan (the same for any
+        values) explained."""
+        placeholders = {int(n) for n in re.findall(r"\$(\d+)", text)}
+        if not placeholders:
+            cursor.execute("EXPLAIN " + text)
+            return [row[0] for row in cursor.fetchall()]
+        cursor.execute("SET plan_cache_mode = force_generic_plan")
+        try:
+            cursor.execute("PREPARE scale_probe AS " + text)
+            nulls = ", ".join(["NULL"] * max(placeholders))
+            cursor.execute(f"EXPLAIN EXECUTE scale_probe({nulls})")
+            return [row[0] for row in cursor.fetchall()]
+        finally:
+            cursor.execute("DEALLOCATE ALL")
+            cursor.execute("RESET plan_cache_mode")
 
     @staticmethod
     def rows_of(cursor: Any, table: str) -> float:
