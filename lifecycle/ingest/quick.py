@@ -25,7 +25,6 @@ import functools
 from datetime import datetime
 
 import orjson
-import psycopg
 from django.conf import settings
 from django.db import connection
 from psycopg.types.json import Jsonb
@@ -37,7 +36,13 @@ from ..models import EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import USER_TRIGGER
 from .outbox import enqueue_session_work
 from .results import ACCEPTED, DUPLICATE
-from .statements import INSERT_COLUMNS, column_of, concrete_fields, event_row
+from .statements import (
+    INSERT_COLUMNS,
+    column_of,
+    concrete_fields,
+    event_row,
+    server_bound_cursor,
+)
 
 # The kinds that never move an active session: they add to its counters and times only.
 QUIET_KINDS = frozenset(
@@ -84,13 +89,8 @@ def event_store_quiet(
         "project": event.project[:500],
         "now": received_at,
     }
-    connection.ensure_connection()
-    raw = psycopg.Cursor(connection.connection)
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    # Bound server-side like the general path's INSERT (a psycopg cursor and its Jsonb
-    # adapter, which the stubs do not know), through Django's wrapper all the same.
-    with wrap(raw) as cursor:  # type: ignore[arg-type]
-        cursor.execute(_statement(), params)  # type: ignore[arg-type]
+    with server_bound_cursor() as cursor:
+        cursor.execute(_statement(), params)
         found = cursor.fetchone()
     if found is None:
         return None

@@ -187,20 +187,8 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
         except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
             pass
         else:
-            # Django's cursors bind client-side; this one statement binds server-side,
-            # through Django's wrapper all the same (query logging, execute wrappers,
-            # error translation). Django leaves psycopg's automatic prepare off.
-            connection.ensure_connection()
-            raw = psycopg.Cursor(connection.connection)
-            wrap = (
-                connection.make_debug_cursor
-                if connection.queries_logged
-                else connection.make_cursor
-            )
-            # The stubs type the wrapped cursor as Django's own and its parameters as plain
-            # values; a psycopg cursor and its Jsonb adapter are what this one takes.
-            with wrap(raw) as cursor:  # type: ignore[arg-type]
-                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])  # type: ignore[list-item]
+            with server_bound_cursor() as cursor:
+                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])
                 return {row[0] for row in cursor.fetchall()}
     params: list[Any] = []
     for row in rows:
@@ -211,6 +199,21 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
+
+
+def server_bound_cursor() -> Any:
+    """A cursor whose statements bind their values server-side, through Django's wrapper
+    all the same (query logging, execute wrappers, error translation).
+
+    Django's own cursors bind client-side (quoting every value on the client); the hot
+    path's statements send a JSON document as one ``Jsonb`` parameter instead. Django
+    leaves psycopg's automatic prepare off. Typed ``Any``: the stubs know Django's cursor
+    and plain parameters, not a psycopg cursor and its adapters.
+    """
+    connection.ensure_connection()
+    raw = psycopg.Cursor(connection.connection)
+    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+    return wrap(raw)  # type: ignore[arg-type]
 
 
 @functools.cache
