@@ -424,6 +424,55 @@ class WrkResult:
         return sum(self.errors.values())
 
 
+def cpu_seconds() -> dict[str, float]:
+    """CPU seconds (user and system) used so far by each kind of process on this machine:
+    ``web`` (gunicorn or granian), ``worker`` (Celery), ``postgres``, ``redis``, ``wrk``,
+    ``peer`` (the claude-mem worker: bun or node), ``other``. Processes that ended in
+    between are not counted: read it around a load while the servers run."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used: dict[str, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        name, rest = stat.split("(", 1)[1].rsplit(")", 1)
+        fields = rest.split()
+        seconds = (int(fields[11]) + int(fields[12])) / tick
+        if name == "postgres" or command.startswith("postgres"):
+            kind = "postgres"
+        elif "gunicorn" in command or "granian" in command:
+            kind = "web"
+        elif "celery" in command:
+            kind = "worker"
+        elif name.startswith("redis"):
+            kind = "redis"
+        elif name == "wrk":
+            kind = "wrk"
+        elif name in ("bun", "node"):
+            kind = "peer"
+        else:
+            kind = "other"
+        used[kind] = used.get(kind, 0.0) + seconds
+    return used
+
+
+def cpu_per_request(
+    before: dict[str, float], after: dict[str, float], requests: int
+) -> dict[str, float]:
+    """Milliseconds of CPU per request by kind of process, between two ``cpu_seconds``."""
+    if not requests:
+        return {}
+    return {
+        kind: round((after.get(kind, 0.0) - before.get(kind, 0.0)) * 1000 / requests, 3)
+        for kind in ("web", "postgres", "worker", "redis", "peer", "wrk")
+        if after.get(kind, 0.0) > before.get(kind, 0.0)
+    }
+
+
 def run_wrk(
     url: str,
     *,

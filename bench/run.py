@@ -130,6 +130,12 @@ def parse_args() -> argparse.Namespace:
         "gunicorn.conf.py's value)",
     )
     parser.add_argument(
+        "--server",
+        choices=("gunicorn", "granian"),
+        default="gunicorn",
+        help="the application server (default gunicorn)",
+    )
+    parser.add_argument(
         "--celery-concurrency", type=int, default=1, help="Celery worker processes (default 1)"
     )
     parser.add_argument("--rounds", type=int, help="saturation rounds (default 3, --quick 1)")
@@ -258,6 +264,22 @@ class Bench:
             "--graceful-timeout",
             "5",
         ]
+        if self.args.server == "granian":
+            gunicorn = [
+                self.bin("granian"),
+                "--interface",
+                "wsgi",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(self.args.workers),
+                "--blocking-threads",
+                str(self.args.threads),
+                "--no-access-log",
+                "sessionhub.wsgi:application",
+            ]
         web = self.web = self.procs.start("gunicorn", gunicorn, env=self.env)
         self.worker = self.procs.start(
             "celery-worker",
@@ -425,14 +447,20 @@ class Bench:
         """Saturation, side by side with the peer: alternating rounds, medians."""
         ours: list[common.WrkResult] = []
         theirs: list[common.WrkResult] = []
+        cpus: list[dict[str, float]] = []
+        peer_cpus: list[dict[str, float]] = []
         for round_no in range(1, self.plan.rounds + 1):
             before = self.event_count()
+            cpu_before = common.cpu_seconds()
             result = self.wrk_hooks(self.plan.round_seconds)
+            cpu = common.cpu_per_request(cpu_before, common.cpu_seconds(), result.requests)
             stored = self.event_count() - before
             ours.append(result)
+            cpus.append(cpu)
             log(
                 f"round {round_no} SessionHub: {result.rps:.0f} req/s, p50 {result.p50_ms:.1f} ms, "
-                f"p99 {result.p99_ms:.1f} ms, errors {result.errors or 0}, {stored} events stored"
+                f"p99 {result.p99_ms:.1f} ms, errors {result.errors or 0}, {stored} events stored; "
+                "CPU ms per request: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
             )
             if stored < result.requests - result.bad:
                 self.note(
@@ -440,11 +468,15 @@ class Bench:
                 )
             self.drain(f"round {round_no}")
             if self.peer_base:
+                cpu_before = common.cpu_seconds()
                 peer = self.wrk_peer(self.plan.round_seconds)
+                cpu = common.cpu_per_request(cpu_before, common.cpu_seconds(), peer.requests)
                 theirs.append(peer)
+                peer_cpus.append(cpu)
                 log(
                     f"round {round_no} claude-mem: {peer.rps:.0f} req/s, p50 {peer.p50_ms:.1f} ms, "
-                    f"p99 {peer.p99_ms:.1f} ms, errors {peer.errors or 0}"
+                    f"p99 {peer.p99_ms:.1f} ms, errors {peer.errors or 0}; "
+                    "CPU ms per request: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
                 )
         self.results["single"] = {
             "rps": common.median([r.rps for r in ours]),
@@ -452,6 +484,7 @@ class Bench:
             "p50_ms": common.median([r.p50_ms for r in ours]),
             "p99_ms": common.median([r.p99_ms for r in ours]),
             "errors": sum(r.bad for r in ours),
+            "cpu_ms": _median_cpu(cpus),
         }
         if theirs:
             self.results["peer"] = {
@@ -460,6 +493,7 @@ class Bench:
                 "p50_ms": common.median([r.p50_ms for r in theirs]),
                 "p99_ms": common.median([r.p99_ms for r in theirs]),
                 "errors": sum(r.bad for r in theirs),
+                "cpu_ms": _median_cpu(peer_cpus),
             }
 
     def fixed_rate(self) -> None:
@@ -814,6 +848,17 @@ class Bench:
 # --- the table -----------------------------------------------------------------------------
 
 
+def _median_cpu(rounds: list[dict[str, float]]) -> dict[str, float]:
+    """Each kind's median CPU ms per request over the rounds."""
+    kinds = sorted({kind for cpu in rounds for kind in cpu})
+    return {kind: common.median([cpu.get(kind, 0.0) for cpu in rounds]) for kind in kinds}
+
+
+def _cpu_text(cpu: dict[str, float]) -> str:
+    parts = [f"{kind} {ms:.2f}" for kind, ms in cpu.items()]
+    return ", ".join(parts) + f"; total {sum(cpu.values()):.2f}"
+
+
 def _n(value: float, digits: int = 0) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
@@ -921,6 +966,12 @@ def render(r: dict[str, Any]) -> str:
             + "; claude-mem rounds "
             + ", ".join(_n(x) for x in peer["rounds"])
         )
+    if single and single.get("cpu_ms"):
+        lines.append("")
+        lines.append("CPU ms per single-event request (median of rounds, all processes of a kind):")
+        lines.append("  SessionHub: " + _cpu_text(single["cpu_ms"]))
+        if peer and peer.get("cpu_ms"):
+            lines.append("  claude-mem: " + _cpu_text(peer["cpu_ms"]))
     if r.get("continuity_spread_days"):
         lines.append(
             f"continuity seed: one agent, ended_at spread evenly over the last "
