@@ -26,20 +26,20 @@ _RETRY: dict[str, Any] = {
 }
 
 
-# A run that ends with events still waiting (they kept coming through every round) hands
-# over to a fresh run this many seconds later.
+# A run that ends with events still waiting (an open session's burst goes on, or they
+# kept coming through every round) hands over to a fresh run this many seconds later.
 REQUEUE_SECONDS = 1
 
 
 @shared_task(**_RETRY)
 def process_session(session_id: str) -> bool:
     """Distil a session's new events: observations, tails, features, summary."""
-    found = pipeline.session_process_until_clean(session_id)
+    eager = process_session.app.conf.task_always_eager
+    found = pipeline.session_process_until_clean(session_id, settle_open=not eager)
     # Ingestion queues a run only when a session turns dirty, so nobody else will queue
     # one for events that came in during the last round: without this they would wait
     # for the outbox sweep (a minute or more). In eager mode this run happens inside the
     # request that queued it and a re-queue would recurse: there the sweep stays the fallback.
-    eager = process_session.app.conf.task_always_eager
     if found and not eager and pipeline.session_is_dirty(session_id):
         process_session.apply_async((session_id,), countdown=REQUEUE_SECONDS)
     return found

@@ -293,6 +293,9 @@ SESSIONHUB = {
     # An open session's memory work waits this long so one run takes in a burst of events.
     "MEMORY_SETTLE_SECONDS": env.float("SESSIONHUB_MEMORY_SETTLE_SECONDS", default=1.0),
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
+    # The Celery worker's scheduling priority (nice value, 0-19): where it shares cores
+    # with the web processes, ingestion goes first and memory work takes what is left.
+    "WORKER_NICE": env.int("SESSIONHUB_WORKER_NICE", default=10),
     # Embedded mode (no broker, so no beat): sweeps run from the ingest path this often.
     "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
