@@ -60,7 +60,7 @@ def outbox_sweep(*, now: datetime | None = None, limit: int = 500) -> int:
     now = now or timezone.now()
     grace = settings.SESSIONHUB["OUTBOX_GRACE"]
     ids = list(
-        Session.objects.filter(memory_dirty_at__lt=now - grace)
+        Session.objects.filter(memory_dirty=True, memory_dirty_at__lt=now - grace)
         .order_by("memory_dirty_at")
         .values_list("pk", flat=True)[:limit]
     )

@@ -167,6 +167,72 @@ def test_ingest_starting_ten_sessions_costs_no_more_than_one(api: APIClient) -> 
     assert ten <= one + 2, f"1 start:\n{_listing(one_sqls)}\n10 starts:\n{_listing(ten_sqls)}"
 
 
+# The columns an event moves on its session, in both ingest paths. An UPDATE that changes
+# no indexed column is heap-only (HOT) on PostgreSQL: no index of the session table takes
+# a new entry per event.
+_PER_EVENT_COLUMNS = (
+    "event_count",
+    "prompt_count",
+    "tool_use_count",
+    "in_compaction",
+    "last_event_at",
+    "model",
+    "token_count",
+    "reported_message_count",
+    "memory_dirty_at",
+    "updated_at",
+)
+
+
+def _session_indexes() -> dict[str, str]:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexrelid::regclass::text, pg_get_indexdef(indexrelid) FROM pg_index "
+            "WHERE indrelid = %s::regclass",
+            [Session._meta.db_table],
+        )
+        return dict(cursor.fetchall())
+
+
+def _hot_counts() -> tuple[int, int]:
+    """This transaction's updates of the session table so far, all and heap-only."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_stat_get_xact_tuples_updated(%s::regclass), "
+            "pg_stat_get_xact_tuples_hot_updated(%s::regclass)",
+            [Session._meta.db_table] * 2,
+        )
+        updated, hot = cursor.fetchone()
+    return updated, hot
+
+
+def test_no_session_index_holds_a_column_each_event_moves() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("index definitions are read from PostgreSQL's catalog")
+    indexes = _session_indexes()
+    assert len(indexes) >= 5, indexes
+    for name, definition in indexes.items():
+        words = set(re.findall(r"\w+", definition))
+        moved = words.intersection(_PER_EVENT_COLUMNS)
+        assert not moved, f"{name} holds {moved}: every event's update would touch it"
+
+
+@pytest.mark.parametrize("size", [1, 10], ids=["one-statement path", "general path"])
+def test_a_sessions_update_per_request_is_heap_only(api: APIClient, size: int) -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("heap-only updates are PostgreSQL's")
+    [sid] = _start_sessions(api, 1)
+    _post(api, _spread([sid], 1, "warm"), expect=1)
+    updated, hot = _hot_counts()
+    for round_no in range(5):
+        _post(api, _spread([sid], size, f"hot{round_no}"), expect=size)
+    more_updated, more_hot = _hot_counts()
+    assert more_updated - updated >= 5
+    assert more_hot - hot == more_updated - updated, (
+        f"{more_updated - updated} session updates, {more_hot - hot} of them heap-only"
+    )
+
+
 def test_canonical_events_endpoint_costs_the_same_for_1_and_100_events(
     api: APIClient,
 ) -> None:
