@@ -656,6 +656,7 @@ async def _open_loop(
     sids = session_ids(nonce)
     total = int(rate * seconds)
     latencies: list[float] = []
+    by_second: dict[int, list[float]] = {}
     lags: list[float] = []
     failures: dict[str, int] = {}
     loop = asyncio.get_running_loop()
@@ -677,6 +678,7 @@ async def _open_loop(
         # Latency from when the request was due, not from when it went out: a generator
         # or server that falls behind cannot hide the wait (no coordinated omission).
         latencies.append(loop.time() - due)
+        by_second.setdefault(int(due - start), []).append(latencies[-1] * 1000)
         status = raw[9:12]
         if status != b"200":
             key = f"http_{status.decode(errors='replace')}"
@@ -699,6 +701,9 @@ async def _open_loop(
         "latencies_ms": [x * 1000 for x in latencies],
         "send_lag_p99_ms": percentile(lags, 99) * 1000,
         "failures": failures,
+        # Each second of the run (counted from the first request due) with its slowest
+        # request: whether the tail is spread out or comes in bursts.
+        "worst_by_second": {second: max(ms) for second, ms in sorted(by_second.items())},
     }
 
 

@@ -547,6 +547,15 @@ class Bench:
             f"p99 {self.results['fixed']['p99_ms']:.1f} ms, failures {result['failures'] or 0}, "
             f"generator lag p99 {result['send_lag_p99_ms']:.1f} ms"
         )
+        worst = result.get("worst_by_second", {})
+        if worst:
+            slow = sorted(worst.items(), key=lambda item: -item[1])[:8]
+            log(
+                f"fixed: seconds whose slowest request took over 15 ms: "
+                f"{sum(1 for ms in worst.values() if ms > 15)} of {len(worst)}; the worst: "
+                + ", ".join(f"s{second} {ms:.0f} ms" for second, ms in sorted(slow))
+            )
+            self.results["fixed"]["worst_by_second"] = worst
         if result["send_lag_p99_ms"] > 5:
             self.note(
                 f"the fixed-rate generator fell behind by up to {result['send_lag_p99_ms']:.0f} ms "
