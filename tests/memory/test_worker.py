@@ -5,6 +5,8 @@ Celery worker consuming from Redis, not only in eager mode."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -190,6 +192,61 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
     else:
         assert queued == []
         assert Session.objects.get(pk=session.pk).memory_dirty_at is None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("status", "rounds"),
+    [(SessionStatus.ACTIVE, 1), (SessionStatus.ENDED, 10)],
+    ids=["open: one round, then a later run", "closed: round after round"],
+)
+def test_a_busy_open_session_is_paced_a_closed_one_is_not(
+    monkeypatch: pytest.MonkeyPatch, status: str, rounds: int
+) -> None:
+    """While an agent is busy its events keep coming; a worker that went round at once
+    would spend a core on a few events a round. An open session gets one round and a
+    later run takes in the rest; a closed one goes on, since its summary is wanted now."""
+    session = LiveSessionFactory(status=status)
+    EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
+    Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)
+    real = pipeline.session_process
+    runs: list[str] = []
+
+    def round_with_arrivals(session_id: str) -> bool:
+        runs.append(session_id)
+        done = real(session_id)
+        Session.objects.filter(pk=session_id).update(memory_dirty_at=timezone.now())
+        return done
+
+    monkeypatch.setattr(pipeline, "session_process", round_with_arrivals)
+    queued: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(
+        tasks.process_session, "apply_async", lambda *a, **kw: queued.append((a, kw))
+    )
+    monkeypatch.setitem(app.conf, "task_always_eager", False)
+
+    assert tasks.process_session(str(session.pk)) is True
+    assert len(runs) == rounds
+    assert queued == [(((str(session.pk),),), {"countdown": tasks.REQUEUE_SECONDS})]
+
+
+def test_the_worker_runs_at_a_lower_priority_than_the_web_processes() -> None:
+    """What the worker's start does to its process: it lowers its own priority to
+    SESSIONHUB_WORKER_NICE (in a child process: a process cannot raise it back)."""
+    code = (
+        "import os, django; django.setup(); "
+        "from celery.signals import worker_init; import sessionhub.celery; "
+        "before = os.nice(0); worker_init.send(sender=None); print(before, os.nice(0))"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "sessionhub.settings", "DEBUG": "1"}
+    for wanted in ("10", "3"):
+        env["SESSIONHUB_WORKER_NICE"] = wanted
+        done = subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr
+        before, after = map(int, done.stdout.split())
+        assert after == max(before, int(wanted)), done.stdout
 
 
 # --- failures -----------------------------------------------------------------------------------
