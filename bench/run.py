@@ -370,8 +370,36 @@ class Bench:
         self.peer_base = f"http://127.0.0.1:{port}"
         self.peer_group = group
         log(f"peer: claude-mem worker at {self.peer_base}")
+        self.peer_signal(signal.SIGSTOP)
+
+    def _peer_processes(self) -> list[int]:
+        """The peer's worker and every process under it."""
+        pid_file = self.peer_dir / "worker.pid"
+        if not self.peer_base or not pid_file.exists():
+            return []
+        try:
+            found = [int(pid_file.read_text().strip())]
+        except ValueError:
+            return []
+        for pid in found:  # grows as children are found
+            for task in Path(f"/proc/{pid}/task").glob("*/children"):
+                with contextlib.suppress(OSError, ValueError):
+                    found += [int(child) for child in task.read_text().split()]
+        return found
+
+    def peer_signal(self, signum: int) -> None:
+        """SIGSTOP the peer while SessionHub is measured, SIGCONT it for its own rounds.
+
+        The peer keeps working after it has answered (its queue is processed in the
+        background, tens of percent of a core for a while), and left running it would
+        take that CPU from SessionHub's rounds; SessionHub's worker is drained before each
+        peer round in turn."""
+        for pid in self._peer_processes():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signum)
 
     def stop_peer(self) -> None:
+        self.peer_signal(signal.SIGCONT)
         pid_file = self.peer_dir / "worker.pid"
         if self.peer_base and pid_file.exists():
             with contextlib.suppress(ValueError, ProcessLookupError):
@@ -468,9 +496,11 @@ class Bench:
                 )
             self.drain(f"round {round_no}")
             if self.peer_base:
+                self.peer_signal(signal.SIGCONT)
                 cpu_before = common.cpu_seconds()
                 peer = self.wrk_peer(self.plan.round_seconds)
                 cpu = common.cpu_per_request(cpu_before, common.cpu_seconds(), peer.requests)
+                self.peer_signal(signal.SIGSTOP)
                 theirs.append(peer)
                 peer_cpus.append(cpu)
                 log(
