@@ -2,7 +2,8 @@
 
 Ingestion is short requests that mostly wait on PostgreSQL: a few processes with a few
 threads each keep the cores busy while requests wait on the database. Override with
-GUNICORN_WORKERS / GUNICORN_THREADS.
+GUNICORN_WORKERS / GUNICORN_THREADS (and the lock hand-over of ``post_worker_init`` with
+GUNICORN_SWITCH_INTERVAL, in seconds).
 """
 
 import gc

@@ -157,6 +157,41 @@ def test_reredact_all_rewrites_old_rows_once() -> None:
     assert LifecycleEvent.objects.get(pk=current.pk).facts == {"text": "nothing to hide"}
 
 
+def _marked_session(**fields: Any) -> Session:
+    """A session with one prompt, marked for memory work."""
+    session = LiveSessionFactory(**fields)
+    EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
+    Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)
+    return session
+
+
+def _arrivals_every_round(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """What a burst of hooks does: a new outbox mark lands during every round. Only this
+    stands in for the concurrent requests; the pipeline itself runs for real. Returns
+    the list of rounds run, filled as they run."""
+    real = pipeline.session_process
+    runs: list[str] = []
+
+    def round_with_arrivals(session_id: str) -> bool:
+        runs.append(session_id)
+        done = real(session_id)
+        Session.objects.filter(pk=session_id).update(memory_dirty_at=timezone.now())
+        return done
+
+    monkeypatch.setattr(pipeline, "session_process", round_with_arrivals)
+    return runs
+
+
+def _queued_by_a_worker(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, Any]]:
+    """Run tasks as a worker does (not eagerly) and keep what they queue."""
+    queued: list[tuple[Any, Any]] = []
+    monkeypatch.setattr(
+        tasks.process_session, "apply_async", lambda *a, **kw: queued.append((a, kw))
+    )
+    monkeypatch.setitem(app.conf, "task_always_eager", False)
+    return queued
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("busy", [True, False], ids=["events-keep-coming", "quiet"])
 def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
@@ -164,25 +199,10 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
 ) -> None:
     """Ingestion queues work only when a session turns dirty; a run whose every round saw
     new events must queue the next run itself, not leave it to the outbox sweep."""
-    session = LiveSessionFactory()
-    EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
-    Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)
+    session = _marked_session()
     if busy:
-        # What a burst of hooks does: a new outbox mark lands during every round. Only
-        # this stands in for the concurrent requests; the pipeline itself runs for real.
-        real = pipeline.session_process
-
-        def round_with_arrivals(session_id: str) -> bool:
-            done = real(session_id)
-            Session.objects.filter(pk=session_id).update(memory_dirty_at=timezone.now())
-            return done
-
-        monkeypatch.setattr(pipeline, "session_process", round_with_arrivals)
-    queued: list[tuple[Any, Any]] = []
-    monkeypatch.setattr(
-        tasks.process_session, "apply_async", lambda *a, **kw: queued.append((a, kw))
-    )
-    monkeypatch.setitem(app.conf, "task_always_eager", False)
+        _arrivals_every_round(monkeypatch)
+    queued = _queued_by_a_worker(monkeypatch)
 
     assert tasks.process_session(str(session.pk)) is True
     assert Observation.objects.count() == 0 and StreamTail.objects.count() == 0
@@ -206,24 +226,9 @@ def test_a_busy_open_session_is_paced_a_closed_one_is_not(
     """While an agent is busy its events keep coming; a worker that went round at once
     would spend a core on a few events a round. An open session gets one round and a
     later run takes in the rest; a closed one goes on, since its summary is wanted now."""
-    session = LiveSessionFactory(status=status)
-    EventFactory(session=session, kind=EventKind.PROMPT, facts={"text": "hello"})
-    Session.objects.filter(pk=session.pk).update(memory_dirty_at=session.started_at)
-    real = pipeline.session_process
-    runs: list[str] = []
-
-    def round_with_arrivals(session_id: str) -> bool:
-        runs.append(session_id)
-        done = real(session_id)
-        Session.objects.filter(pk=session_id).update(memory_dirty_at=timezone.now())
-        return done
-
-    monkeypatch.setattr(pipeline, "session_process", round_with_arrivals)
-    queued: list[tuple[Any, Any]] = []
-    monkeypatch.setattr(
-        tasks.process_session, "apply_async", lambda *a, **kw: queued.append((a, kw))
-    )
-    monkeypatch.setitem(app.conf, "task_always_eager", False)
+    session = _marked_session(status=status)
+    runs = _arrivals_every_round(monkeypatch)
+    queued = _queued_by_a_worker(monkeypatch)
 
     assert tasks.process_session(str(session.pk)) is True
     assert len(runs) == rounds
