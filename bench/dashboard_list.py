@@ -99,6 +99,7 @@ def copy_rows(model: Any, rows: Iterable[dict[str, Any]]) -> int:
         f
         for f in model._meta.concrete_fields
         if not (f.primary_key and isinstance(f, models.AutoField | models.BigAutoField))
+        and not f.generated  # computed by the database, which refuses them in COPY
     ]
     now = datetime.now(UTC)
     columns = sql.SQL(", ").join(sql.Identifier(f.column) for f in fields)
