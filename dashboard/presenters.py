@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.models import (
+    OPEN_STATUSES,
     EventKind,
     LifecycleEvent,
     Session,
@@ -38,7 +39,6 @@ from .selectors import (
     CHAIN_LIMIT,
     GAP_SECONDS,
     OBSERVATION_LIMIT,
-    OPEN,
     TIMELINE_LIMIT,
     RecordView,
     continuity_records,
@@ -127,7 +127,7 @@ def _window_totals(window: QuerySet[Session]) -> dict[str, Any]:
 def _counts(team: Team, totals: dict[str, Any]) -> dict[str, int]:
     """The overview's figures: the window's totals and the sessions open right now."""
     open_now = dict(
-        Session.objects.filter(foreground_q(), team=team, status__in=OPEN)
+        Session.objects.filter(foreground_q(), team=team, status__in=OPEN_STATUSES)
         .values_list("status")
         .annotate(n=Count("id"))
         .order_by()

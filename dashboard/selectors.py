@@ -26,7 +26,6 @@ from lifecycle.models import (
     EventKind,
     LifecycleEvent,
     Session,
-    SessionStatus,
 )
 from memory.models import (
     ContinuityRecord,
@@ -51,7 +50,6 @@ SEARCH_CONFIG = "english"
 # What the search reads of a summary. dashboard/migrations/0001_search_indexes.py indexes
 # exactly this expression: change both together (a test checks the index is used).
 SUMMARY_SEARCH_FIELDS = (*SECTIONS, "final_message")
-OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
 
 User = AbstractBaseUser | AnonymousUser
 

@@ -44,6 +44,10 @@ class SessionStatus(models.TextChoices):
     CRASHED = "crashed", "Crashed"
 
 
+# A session is open while it may still take events as a running session.
+OPEN_STATUSES = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+
+
 class EndReason(models.TextChoices):
     """Why a session ended: both gateways' reasons plus SessionHub's own."""
 
@@ -238,7 +242,7 @@ class Session(models.Model):
 
     @property
     def is_open(self) -> bool:
-        return self.status in (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
+        return self.status in OPEN_STATUSES
 
     @property
     def message_count(self) -> int:

@@ -21,7 +21,14 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from lifecycle.adapters import tool_io
-from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
+from lifecycle.models import (
+    OPEN_STATUSES,
+    Agent,
+    EventKind,
+    LifecycleEvent,
+    Session,
+    SessionStatus,
+)
 from sessionhub.text.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.text.tails import tail_words
 
@@ -384,7 +391,7 @@ def session_process_until_clean(
         )
         if waiting is None:
             return True
-        if settle_open and waiting in (SessionStatus.ACTIVE, SessionStatus.SUSPENDED):
+        if settle_open and waiting in OPEN_STATUSES:
             return True
     return True
 

@@ -24,7 +24,7 @@ from django.db.models import Case, Exists, OuterRef, Q, Value, When
 from sessionhub.models import Team
 
 from .. import state
-from ..models import EndReason, EventKind, LifecycleEvent, Session, SessionStatus
+from ..models import OPEN_STATUSES, EndReason, EventKind, LifecycleEvent, Session
 from .chain_rules import (
     Arrival,
     Claim,
@@ -39,7 +39,6 @@ from .chain_rules import (
 from .fold import session_close
 
 _STARTS = (EventKind.SESSION_START, EventKind.SESSION_RESUME)
-_OPEN = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
 # The id of the end SessionHub stores when a start replaces a session (then the session's id).
 _REPLACED = "sessionhub:replaced:"
 _REPLACED_FACTS = {"reason": EndReason.REPLACED}
@@ -176,7 +175,9 @@ def _open_siblings_lock(starting: list[Arrival]) -> list[Session]:
     query = Q()
     for (agent_id, key), at in latest.items():
         query |= Q(agent_id=agent_id, session_key=key, started_at__lt=at)
-    return list(Session.objects.select_for_update().filter(query, status__in=_OPEN).order_by("pk"))
+    return list(
+        Session.objects.select_for_update().filter(query, status__in=OPEN_STATUSES).order_by("pk")
+    )
 
 
 def _closing(

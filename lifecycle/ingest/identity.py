@@ -16,7 +16,7 @@ from sessionhub.models import Team
 from sessionhub.text.redaction import RULES_VERSION
 
 from ..adapters import NormalizedEvent
-from ..models import Agent, LifecycleEvent, Session, SessionStatus
+from ..models import OPEN_STATUSES, Agent, LifecycleEvent, Session
 from .statements import _sessions_locked
 
 logger = logging.getLogger(__name__)
@@ -216,9 +216,7 @@ def _sessions_by_key(
             team=team, source=source, session_key=key
         )
         resolved[(source, key)] = (
-            with_key.filter(status__in=[SessionStatus.ACTIVE, SessionStatus.SUSPENDED])
-            .order_by("-last_event_at")
-            .first()
+            with_key.filter(status__in=OPEN_STATUSES).order_by("-last_event_at").first()
             or with_key.order_by("-last_event_at").first()
         )
     return resolved
