@@ -45,7 +45,7 @@ from .scoring import (
     Features,
     Prior,
     _features,
-    candidates_for,
+    candidates_with_summaries,
     knobs,
     score_session,
 )
@@ -103,11 +103,29 @@ def _keywords_as_given(session: Session, keywords: list[str] | None, prompt: str
     return {t for t in features.hot_topics if not _MARKER_TOPIC.match(t)} if features else set()
 
 
+# The record explains the best ranked candidates part by part (every source among them, the
+# runners-up a reader compares them with) and keeps only the session and the score of the
+# rest: with 200 candidates the whole breakdown was 88 KB a record, written on every request.
+RECORD_EXPLAINED = 20
+
+
+def record_entries(ranked: list[Candidate], used: set[uuid.UUID]) -> list[dict[str, Any]]:
+    """The record's candidates, best first: the first ``RECORD_EXPLAINED`` and every source
+    with the parts of their score, the others with their score alone."""
+    k = knobs()
+    return [
+        c.as_record_entry(c.session.pk in used, k)
+        if rank < RECORD_EXPLAINED or c.session.pk in used
+        else c.as_record_brief()
+        for rank, c in enumerate(ranked)
+    ]
+
+
 def _record(
     *,
     session: Session,
     trigger: str,
-    scored: list[Candidate],
+    ranked: list[Candidate],
     chosen: list[Candidate],
     pins: list[Pin],
     keywords: set[str],
@@ -122,7 +140,7 @@ def _record(
         session=session,
         trigger=trigger,
         stage=stage,
-        candidates=[c.as_record_entry(c.session.pk in used) for c in scored],
+        candidates=record_entries(ranked, used),
         inherited_pins=[
             {
                 "uid": str(p.uid),
@@ -232,7 +250,7 @@ def continuity_build(
         session=session,
         trigger=ContinuityRecord.Trigger.AUTOMATIC,
         stage=stage,
-        scored=decision.ranked,
+        ranked=decision.ranked,
         chosen=chosen,
         pins=pins,
         keywords=wanted,
@@ -254,12 +272,13 @@ def _score_priors(
     session: Session, wanted: set[str], prompt: str, now: datetime, k: dict[str, Any]
 ) -> _Scoring:
     """Every prior session of the agent that may be a source, scored for this one."""
-    rows = candidates_for(session.agent_id, exclude_pk=session.pk, now=now)
+    rows, summaries = candidates_with_summaries(session.agent_id, exclude_pk=session.pk, now=now)
     terms = relevance_lib.prompt_terms(prompt) if prompt else []
     texts = relevance_lib.session_texts(
         [prior.pk for prior, _ in rows],
         terms,
         {prior.pk: features.hot_topics for prior, features in rows if features},
+        summaries,
     )
     weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
     later = later_evidence(rows, texts)
@@ -308,7 +327,7 @@ def continuity_continue(
     return _record(
         session=target,
         trigger=ContinuityRecord.Trigger.MANUAL,
-        scored=[candidate],
+        ranked=[candidate],
         chosen=[candidate],
         pins=pins,
         keywords=wanted,

@@ -10,6 +10,7 @@ import functools
 import re
 from collections import Counter
 from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 HOT_TOPIC_COUNT = 20
@@ -70,7 +71,7 @@ def keyword_set(text: str) -> set[str]:
     return set(keywords([text]))
 
 
-def jaccard(a: set[str], b: set[str]) -> float:
+def jaccard(a: AbstractSet[str], b: AbstractSet[str]) -> float:
     """Shared over all: len(a & b) / len(a | b), 0 when either is empty; the union is counted,
     never built (continuity scores a few hundred candidates per request)."""
     if not a or not b:
@@ -154,8 +155,9 @@ def completion_sentences(texts: Iterable[str]) -> list[str]:
 Completion = tuple[frozenset[str], frozenset[str]]  # (task ids, content stems)
 
 
+@functools.lru_cache(maxsize=4096)
 def task_ids(text: str) -> frozenset[str]:
-    """The ``task-NNN`` ids a text names, lowercased."""
+    """The ``task-NNN`` ids a text names, lowercased (cached, as ``content_stems``)."""
     return frozenset(m.group(1).lower() for m in _TASK_ID.finditer(text))
 
 
@@ -172,6 +174,13 @@ def completion_facts(sentences: Iterable[str]) -> list[Completion]:
         )
         for sentence in sentences
     ]
+
+
+@functools.lru_cache(maxsize=1024)
+def completion_facts_of(text: str) -> tuple[Completion, ...]:
+    """``completion_facts`` of a text's sentences reporting a result, cached by the text:
+    continuity reads the same candidates' summaries request after request."""
+    return tuple(completion_facts(completion_sentences([text])))
 
 
 def superseded(

@@ -35,7 +35,7 @@ class Evidence:
         self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
         self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
 
-    def add(self, facts: list[feature_lib.Completion]) -> None:
+    def add(self, facts: Iterable[feature_lib.Completion]) -> None:
         for ids, stems in facts:
             for task_id in ids:
                 self.by_id.setdefault(task_id, self.count)
@@ -94,9 +94,7 @@ def later_evidence(
             done = done | frozenset(features.done_tasks)
         text = texts.get(prior.pk)
         if text is not None and text.completed:
-            shared.add(
-                feature_lib.completion_facts(feature_lib.completion_sentences([text.completed]))
-            )
+            shared.add(feature_lib.completion_facts_of(text.completed))
     return evidence
 
 

@@ -32,6 +32,7 @@ from django.db import connection
 
 from . import features as feature_lib
 from .models import SessionFeatures, Summary
+from .scoring import SUMMARY_SECTIONS
 
 MAX_TERMS = 24
 
@@ -52,7 +53,7 @@ class SessionText:
     matched: set[str] = field(default_factory=set)
 
 
-_COLUMNS = ("request", "learned", "completed", "next_steps")
+_COLUMNS = SUMMARY_SECTIONS
 
 
 def _document(row: dict[str, str], topics: list[str]) -> str:
@@ -60,15 +61,24 @@ def _document(row: dict[str, str], topics: list[str]) -> str:
 
 
 def session_texts(
-    pks: Sequence[uuid.UUID], terms: Sequence[str], topics: dict[uuid.UUID, list[str]]
+    pks: Sequence[uuid.UUID],
+    terms: Sequence[str],
+    topics: dict[uuid.UUID, list[str]],
+    summaries: dict[uuid.UUID, dict[str, str]] | None = None,
 ) -> dict[uuid.UUID, SessionText]:
-    """Every candidate's summary text and which prompt terms it matches (one query)."""
+    """Every candidate's summary text and which prompt terms it matches (one query, none
+    when the caller has read the ``summaries`` already and there is no full-text match to
+    make)."""
     if not pks:
         return {}
     if terms and connection.vendor == "postgresql":
         return _postgres(pks, terms)
-    rows = Summary.objects.filter(session_id__in=pks).values("session_id", *_COLUMNS)
-    found = {row["session_id"]: row for row in rows}
+    found: dict[uuid.UUID, Any]
+    if summaries is None:
+        rows = Summary.objects.filter(session_id__in=pks).values("session_id", *_COLUMNS)
+        found = {row["session_id"]: row for row in rows}
+    else:
+        found = summaries
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:

@@ -4,6 +4,7 @@ columns each), their features, and the score ``0.4·recency + 0.35·topic overla
 
 from __future__ import annotations
 
+import functools
 import json
 import uuid
 from dataclasses import dataclass
@@ -46,6 +47,24 @@ class Prior(NamedTuple):
 _UNREAD = object()
 
 
+@functools.lru_cache(maxsize=8192)
+def _decoded(text: str) -> Any:
+    """A features column decoded, cached by its text: continuity reads the same candidates
+    request after request. The value is shared between requests, so it is only read."""
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _topics(text: str) -> tuple[list[str], frozenset[str]]:
+    """A hot topics column decoded, and lowercased as scoring compares it (cached)."""
+    topics = json.loads(text)
+    return topics, _lowered(topics)
+
+
+def _lowered(topics: list[str]) -> frozenset[str]:
+    return frozenset(topic.lower() for topic in topics)
+
+
 class Features:
     """What scoring and the preamble read of a session's features.
 
@@ -59,6 +78,7 @@ class Features:
         "_done_tasks",
         "_pending_tasks",
         "_texts",
+        "_topic_set",
         "hot_topics",
         "pending_count",
     )
@@ -72,8 +92,10 @@ class Features:
         pending_tasks: Any = _UNREAD,
         done_tasks: Any = _UNREAD,
         texts: tuple[str, str, str] | None = None,
+        topic_set: frozenset[str] | None = None,
     ) -> None:
         self.hot_topics = hot_topics
+        self._topic_set = topic_set
         self.pending_count = pending_count
         self._active_projects = active_projects
         self._pending_tasks = pending_tasks
@@ -95,21 +117,28 @@ class Features:
         )
 
     @property
+    def topic_set(self) -> frozenset[str]:
+        """The hot topics lowercased, as scoring compares them."""
+        if self._topic_set is None:
+            self._topic_set = _lowered(self.hot_topics)
+        return self._topic_set
+
+    @property
     def active_projects(self) -> list[str]:
         if self._active_projects is _UNREAD:
-            self._active_projects = json.loads(self._texts[0])
+            self._active_projects = _decoded(self._texts[0])
         return self._active_projects
 
     @property
     def pending_tasks(self) -> list[dict[str, Any]]:
         if self._pending_tasks is _UNREAD:
-            self._pending_tasks = json.loads(self._texts[1])
+            self._pending_tasks = _decoded(self._texts[1])
         return self._pending_tasks
 
     @property
     def done_tasks(self) -> list[str]:
         if self._done_tasks is _UNREAD:
-            self._done_tasks = json.loads(self._texts[2])
+            self._done_tasks = _decoded(self._texts[2])
         return self._done_tasks
 
 
@@ -129,8 +158,8 @@ class Candidate:
     pending_tasks_open: int = 0
     pending_tasks_finished_later: int = 0
 
-    def as_dict(self) -> dict[str, Any]:
-        k = knobs()
+    def as_dict(self, k: dict[str, Any] | None = None) -> dict[str, Any]:
+        k = k or knobs()
         return {
             "session_id": str(self.session.pk),
             "external_id": self.session.external_id,
@@ -153,9 +182,18 @@ class Candidate:
             "score": round(self.score, 4),
         }
 
-    def as_record_entry(self, used: bool) -> dict[str, Any]:
-        """``as_dict()`` with ``used``: what the record keeps of every candidate."""
-        return {**self.as_dict(), "used": used}
+    def as_record_entry(self, used: bool, k: dict[str, Any] | None = None) -> dict[str, Any]:
+        """``as_dict()`` with ``used``: what the record keeps of a candidate it explains."""
+        return {**self.as_dict(k), "used": used}
+
+    def as_record_brief(self) -> dict[str, Any]:
+        """What the record keeps of a candidate ranked below the ones it explains: which
+        session, and its score."""
+        return {
+            "session_id": str(self.session.pk),
+            "external_id": self.session.external_id,
+            "score": round(self.score, 4),
+        }
 
 
 def recency(hours: float, k: dict[str, Any] | None = None) -> float:
@@ -188,7 +226,7 @@ def score_session(
     hours = max(0.0, (now - ended).total_seconds() / 3600)
     recency_part = recency(hours, k)
     if features:
-        topic_part = feature_lib.jaccard(keywords, {t.lower() for t in features.hot_topics})
+        topic_part = feature_lib.jaccard(keywords, features.topic_set)
         open_count = features.pending_count
         finished = 0
         if finished_later and open_count:
@@ -252,6 +290,20 @@ def candidates_for(
 ) -> list[tuple[Prior, Features | None]]:
     """The agent's completed sessions of the lookback window with their features, newest
     first (one query; plain rows, no model instances, JSON decoded only where needed)."""
+    return candidates_with_summaries(agent_id, exclude_pk=exclude_pk, now=now)[0]
+
+
+# The summary sections continuity reads of every candidate, in this order.
+SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
+
+
+def candidates_with_summaries(
+    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
+) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
+    """``candidates_for`` and, in the same query, each candidate's summary sections (by
+    session; a session without a summary is left out): the later sessions' reports of
+    finished work and the preamble's quotes come from them, without a second read naming
+    every candidate."""
     k = knobs()
     since = now - timedelta(days=k["LOOKBACK_DAYS"])
     if connection.vendor == "postgresql":
@@ -276,21 +328,29 @@ def candidates_for(
             _text("features__active_projects"),
             _text("features__pending_tasks"),
             _text("features__done_tasks"),
+            "summary__id",  # NULL: no summary
+            *(f"summary__{section}" for section in SUMMARY_SECTIONS),
         )[: k["MAX_CANDIDATES"]]
     )
     # ended_at is never NULL here (the filter), so the last_event_at fallback is not read.
-    loads = json.loads
+    loads = _decoded
     candidates = []
+    summaries: dict[uuid.UUID, dict[str, str]] = {}
     for pk, external_id, ended_at, features_id, topics, count, *texts in rows:
+        summary_id, *sections = texts[3:]
+        texts = texts[:3]
+        if summary_id is not None:
+            summaries[pk] = dict(zip(SUMMARY_SECTIONS, sections, strict=True))
         if type(ended_at) is int:
             ended_at = _EPOCH + timedelta(microseconds=ended_at)
         features = None
         if features_id is not None:
             if count is None:  # not an array, or not PostgreSQL: len() of the decoded value
                 count = len(loads(texts[1]))
-            features = Features(loads(topics), count, texts=tuple(texts))
+            hot_topics, topic_set = _topics(topics)
+            features = Features(hot_topics, count, texts=tuple(texts), topic_set=topic_set)
         candidates.append((Prior(pk, external_id, ended_at), features))
-    return candidates
+    return candidates, summaries
 
 
 def _features(session: Session) -> SessionFeatures | None:

@@ -5,6 +5,7 @@ replayed for one agent, then a new session that must hear about the right one.""
 from __future__ import annotations
 
 import json
+import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -15,6 +16,7 @@ from rest_framework.test import APIClient
 from lifecycle import services as lifecycle
 from lifecycle.models import Session, SessionStatus
 from memory import scoring
+from memory.continuity import RECORD_EXPLAINED, record_entries
 from memory.models import ContinuityRecord, Pin, SessionFeatures
 from memory.pins import pin_create
 from tests.conftest import FIXTURES, claude_code_hooks
@@ -326,3 +328,34 @@ def test_fixtures_in_order_then_a_new_session_hears_of_the_right_one(api: APICli
     assert "billing-api" not in answer["preamble"]  # another project, another agent
     assert "task-415" not in answer["preamble"]
     assert datetime.now(UTC) > newest + shift
+
+
+@pytest.mark.django_db(transaction=False)
+def test_the_record_explains_the_best_ranked_and_every_source_and_scores_the_rest() -> None:
+    ranked = [
+        scoring.score_session(
+            scoring.Prior(uuid.uuid4(), f"prior-{n}", NOW - timedelta(hours=n)),
+            scoring.Features(["orders"], 1),
+            {"orders"},
+            NOW,
+        )
+        for n in range(RECORD_EXPLAINED + 5)
+    ]
+    late_source = ranked[RECORD_EXPLAINED + 2]  # chosen by relevance below the explained rank
+    used = {ranked[0].session.pk, late_source.session.pk}
+
+    entries = record_entries(ranked, used)
+
+    assert [e["session_id"] for e in entries] == [str(c.session.pk) for c in ranked]
+    assert [e["score"] for e in entries] == [round(c.score, 4) for c in ranked]
+    explained = [n for n, e in enumerate(entries) if "parts" in e]
+    assert explained == [*range(RECORD_EXPLAINED), RECORD_EXPLAINED + 2]
+    assert [n for n, e in enumerate(entries) if e.get("used")] == [0, RECORD_EXPLAINED + 2]
+    parts = entries[RECORD_EXPLAINED + 2]["parts"]
+    assert sum(parts.values()) == pytest.approx(entries[RECORD_EXPLAINED + 2]["score"], abs=1e-3)
+    brief = entries[RECORD_EXPLAINED]
+    assert brief == {
+        "session_id": str(ranked[RECORD_EXPLAINED].session.pk),
+        "external_id": f"prior-{RECORD_EXPLAINED}",
+        "score": round(ranked[RECORD_EXPLAINED].score, 4),
+    }
