@@ -59,8 +59,10 @@ def _production_gunicorn() -> tuple[int, int]:
 WORKERS, THREADS = _production_gunicorn()
 
 TARGETS = {
+    # Batch ingest: 10,000 events/s, or half of what the raw database took in the same run
+    # where that itself was under 10,000.
     "batch_eps": 10_000,
-    "batch_vs_raw": 0.33,
+    "batch_vs_raw": 0.5,
     "single_vs_peer": 1.0,
     "single_p99_ms": 15.0,
     "continuity_p99_ms": 25.0,
@@ -956,23 +958,28 @@ def render(r: dict[str, Any]) -> str:
             fixed["p99_ms"] <= TARGETS["single_p99_ms"] and not fixed["failures"],
         )
     batch, raw = r.get("batch"), r.get("raw")
+    ratio = batch["eps"] / raw["eps"] if batch and raw and raw["eps"] else None
     if batch:
+        slow_raw = raw is not None and raw["eps"] < TARGETS["batch_eps"]
         row(
             "batch ingest, 100 events per request (events/s)",
             _n(batch["eps"]),
             "",
-            "≥ 10,000",
-            batch["eps"] >= TARGETS["batch_eps"] and not batch["errors"],
+            "≥ 10,000, or ≥ 0.5 of raw where raw is under 10,000",
+            not batch["errors"]
+            and (
+                batch["eps"] >= TARGETS["batch_eps"]
+                or (slow_raw and ratio is not None and ratio >= TARGETS["batch_vs_raw"])
+            ),
         )
     if raw:
-        ratio = batch["eps"] / raw["eps"] if batch and raw["eps"] else None
         row(
             f"raw psycopg insert, same rows, 100 per transaction, {raw['writers']} writers "
             "(events/s)",
-            f"ratio {ratio:.2f}" if ratio is not None else "—",
+            f"batch ÷ raw {ratio:.2f}" if ratio is not None else "—",
             _n(raw["eps"]),
-            "batch ≥ 0.33 of raw",
-            None if ratio is None else ratio >= TARGETS["batch_vs_raw"],
+            "",
+            None,
         )
     for label, cont in (r.get("continuity") or {}).items():
         row(
