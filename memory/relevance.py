@@ -53,11 +53,8 @@ class SessionText:
     matched: set[str] = field(default_factory=set)
 
 
-_COLUMNS = SUMMARY_SECTIONS
-
-
 def _document(row: dict[str, str], topics: list[str]) -> str:
-    return " ".join([*(row.get(c) or "" for c in _COLUMNS), " ".join(topics)])
+    return " ".join([*(row.get(c) or "" for c in SUMMARY_SECTIONS), " ".join(topics)])
 
 
 def session_texts(
@@ -75,7 +72,7 @@ def session_texts(
         return _postgres(pks, terms)
     found: dict[uuid.UUID, Any]
     if summaries is None:
-        rows = Summary.objects.filter(session_id__in=pks).values("session_id", *_COLUMNS)
+        rows = Summary.objects.filter(session_id__in=pks).values("session_id", *SUMMARY_SECTIONS)
         found = {row["session_id"]: row for row in rows}
     else:
         found = summaries
@@ -101,12 +98,12 @@ def _postgres(pks: Sequence[uuid.UUID], terms: Sequence[str]) -> dict[uuid.UUID,
     """Full text in PostgreSQL: the summary columns and the hot topics as one document."""
     summary = Summary._meta.db_table
     features = SessionFeatures._meta.db_table
-    document = " || ' ' || ".join(f"coalesce(s.{c}, '')" for c in _COLUMNS)
+    document = " || ' ' || ".join(f"coalesce(s.{c}, '')" for c in SUMMARY_SECTIONS)
     document += " || ' ' || coalesce(f.hot_topics::text, '')"
     tests = ", ".join(["d.v @@ plainto_tsquery('english', %s)"] * len(terms))
     sql = (
-        f"SELECT d.id, {', '.join('d.' + c for c in _COLUMNS)}, ARRAY[{tests}] "  # noqa: S608 - constants only
-        f"FROM (SELECT c.id, {', '.join('s.' + c for c in _COLUMNS)}, "
+        f"SELECT d.id, {', '.join('d.' + c for c in SUMMARY_SECTIONS)}, ARRAY[{tests}] "  # noqa: S608 - constants only
+        f"FROM (SELECT c.id, {', '.join('s.' + c for c in SUMMARY_SECTIONS)}, "
         f"to_tsvector('english', {document}) AS v "
         f"FROM unnest(%s::uuid[]) AS c(id) "
         f"LEFT JOIN {summary} s ON s.session_id = c.id "

@@ -47,10 +47,11 @@ class Prior(NamedTuple):
 _UNREAD = object()
 
 
-@functools.lru_cache(maxsize=8192)
+@functools.lru_cache(maxsize=2048)
 def _decoded(text: str) -> Any:
     """A features column decoded, cached by its text: continuity reads the same candidates
-    request after request. The value is shared between requests, so it is only read."""
+    request after request (2,048 texts: the three columns of 200 candidates for a few
+    agents). The value is shared between requests, so it is only read."""
     return json.loads(text)
 
 
@@ -285,14 +286,6 @@ def _text(field: str) -> Cast:
     return Cast(field, output_field=TextField())
 
 
-def candidates_for(
-    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
-) -> list[tuple[Prior, Features | None]]:
-    """The agent's completed sessions of the lookback window with their features, newest
-    first (one query; plain rows, no model instances, JSON decoded only where needed)."""
-    return candidates_with_summaries(agent_id, exclude_pk=exclude_pk, now=now)[0]
-
-
 # The summary sections continuity reads of every candidate, in this order.
 SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
 
@@ -300,10 +293,11 @@ SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
 def candidates_with_summaries(
     agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
 ) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
-    """``candidates_for`` and, in the same query, each candidate's summary sections (by
-    session; a session without a summary is left out): the later sessions' reports of
-    finished work and the preamble's quotes come from them, without a second read naming
-    every candidate."""
+    """The agent's completed sessions of the lookback window with their features, newest
+    first, and each one's summary sections by session (a session without a summary is left
+    out): one query, plain rows, no model instances, JSON decoded only where needed. The
+    later sessions' reports of finished work and the preamble's quotes come from the
+    summaries, without a second read naming every candidate."""
     k = knobs()
     since = now - timedelta(days=k["LOOKBACK_DAYS"])
     if connection.vendor == "postgresql":
@@ -336,9 +330,8 @@ def candidates_with_summaries(
     loads = _decoded
     candidates = []
     summaries: dict[uuid.UUID, dict[str, str]] = {}
-    for pk, external_id, ended_at, features_id, topics, count, *texts in rows:
-        summary_id, *sections = texts[3:]
-        texts = texts[:3]
+    for pk, external_id, ended_at, features_id, topics, count, *columns in rows:
+        texts, (summary_id, *sections) = tuple(columns[:3]), columns[3:]
         if summary_id is not None:
             summaries[pk] = dict(zip(SUMMARY_SECTIONS, sections, strict=True))
         if type(ended_at) is int:
@@ -348,7 +341,7 @@ def candidates_with_summaries(
             if count is None:  # not an array, or not PostgreSQL: len() of the decoded value
                 count = len(loads(texts[1]))
             hot_topics, topic_set = _topics(topics)
-            features = Features(hot_topics, count, texts=tuple(texts), topic_set=topic_set)
+            features = Features(hot_topics, count, texts=texts, topic_set=topic_set)
         candidates.append((Prior(pk, external_id, ended_at), features))
     return candidates, summaries
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
-from memory.scoring import candidates_for
+from memory.scoring import candidates_with_summaries
 
 pytestmark = pytest.mark.django_db
 
@@ -147,7 +147,7 @@ def test_background_runs_are_marked_and_never_continuity_candidates(api: Any) ->
     other = Session.objects.create(team=mixed.team, agent=mixed.agent, source="openclaw")
     names = {
         prior.external_id
-        for prior, _ in candidates_for(mixed.agent_id, exclude_pk=other.pk, now=now)
+        for prior, _ in candidates_with_summaries(mixed.agent_id, exclude_pk=other.pk, now=now)[0]
     }
     assert names == {"mixed"}
 
