@@ -16,8 +16,8 @@ by how rare it is among the candidates (``log(1 + n / df)``): a word every sessi
 shares says little. A term no candidate has keeps the weight of a term only one has, so a
 prompt about new work stays weakly relevant to everything.
 
-The same read gives every candidate's summary text, from which continuity also takes
-the later sessions' reports of finished work.
+The summary sections come with the candidates (``scoring.candidates_with_summaries``);
+continuity also takes the later sessions' reports of finished work from them.
 """
 
 from __future__ import annotations
@@ -61,25 +61,19 @@ def session_texts(
     pks: Sequence[uuid.UUID],
     terms: Sequence[str],
     topics: dict[uuid.UUID, list[str]],
-    summaries: dict[uuid.UUID, dict[str, str]] | None = None,
+    summaries: dict[uuid.UUID, dict[str, str]],
 ) -> dict[uuid.UUID, SessionText]:
-    """Every candidate's summary text and which prompt terms it matches (one query, none
-    when the caller has read the ``summaries`` already and there is no full-text match to
-    make)."""
+    """Every candidate's summary text and which prompt terms it matches, from the
+    ``summaries`` read with the candidates; on PostgreSQL with a prompt, one full-text
+    statement instead."""
     if not pks:
         return {}
     if terms and connection.vendor == "postgresql":
         return _postgres(pks, terms)
-    found: dict[uuid.UUID, Any]
-    if summaries is None:
-        rows = Summary.objects.filter(session_id__in=pks).values("session_id", *SUMMARY_SECTIONS)
-        found = {row["session_id"]: row for row in rows}
-    else:
-        found = summaries
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:
-        row: dict[str, Any] = found.get(pk, {})
+        row: dict[str, Any] = summaries.get(pk, {})
         text = SessionText(
             request=row.get("request") or "",
             completed=row.get("completed") or "",
