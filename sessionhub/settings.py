@@ -282,6 +282,10 @@ SESSIONHUB = {
     "MAX_BODY_BYTES": env.int("SESSIONHUB_MAX_BODY_BYTES", default=5 * 1024 * 1024),
     "MAX_CLOCK_SKEW": timedelta(hours=env.int("SESSIONHUB_MAX_CLOCK_SKEW_HOURS", default=24)),
     "MAX_EVENT_AGE": timedelta(days=env.int("SESSIONHUB_MAX_EVENT_AGE_DAYS", default=3 * 365)),
+    # The hot statements (a quiet event's, a batch's insert from its JSON document) are
+    # prepared once per database connection. Off for a pooler in transaction mode that
+    # does not keep prepared statements (PgBouncer before 1.21, or max_prepared_statements 0).
+    "PREPARED_STATEMENTS": env.bool("SESSIONHUB_PREPARED_STATEMENTS", default=True),
     "RETRY_AFTER_SECONDS": env.int("SESSIONHUB_RETRY_AFTER_SECONDS", default=5),
     # The key of the hashes that keep identifiers holding a secret apart (agent ids,
     # session ids, event ids, JSON keys). Empty: derived from SECRET_KEY. Changing it

@@ -89,7 +89,7 @@ def event_store_quiet(
         "project": event.project[:500],
         "now": received_at,
     }
-    with server_bound_cursor() as cursor:
+    with server_bound_cursor(prepared=True) as cursor:
         cursor.execute(_statement(), params)
         found = cursor.fetchone()
     if found is None:

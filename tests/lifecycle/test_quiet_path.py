@@ -223,3 +223,41 @@ def test_a_tool_session_takes_the_one_statement_path_and_steps_aside_where_it_mu
         4,
     )
     assert session["prompt_count"] == 1
+
+
+def _prepared() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT statement FROM pg_prepared_statements")
+        return [row[0] for row in cursor.fetchall()]
+
+
+def test_the_quiet_statement_is_prepared_once_per_connection(db: Any) -> None:
+    team = Team.objects.create(slug="prepared", name="prepared")
+    events = [
+        {"kind": kind, "second": second, "phase": "post", "model": "", "token_count": None}
+        | {"message_count": None, "cwd": "", "repeat": 5}
+        for kind, second in [("session_start", 0), ("tool_use", 1), ("tool_use", 2)]
+    ]
+    steps = deliver(team, Source.GENERIC, canonical_bodies(events))
+    assert [status for (status, _), _ in steps] == ["accepted"] * 3
+    # PostgreSQL shows it with $n for psycopg's named parameters.
+    quiet_ones = [s for s in _prepared() if "FOR UPDATE" in s and "jsonb_to_recordset" in s]
+    assert len(quiet_ones) == 1  # prepared by the first tool use, run by the second
+    assert "%(" not in quiet_ones[0] and "$1" in quiet_ones[0]
+
+
+def test_prepared_statements_can_be_turned_off(
+    db: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lifecycle.ingest.statements import server_bound_cursor
+
+    probe = f"SELECT 1 AS probe_{uuid.uuid4().hex}"
+    monkeypatch.setitem(settings.SESSIONHUB, "PREPARED_STATEMENTS", False)
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(probe)
+    assert probe not in _prepared()
+    monkeypatch.setitem(settings.SESSIONHUB, "PREPARED_STATEMENTS", True)
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(probe)
+        assert cursor.fetchone() == (1,)
+    assert probe in _prepared()
