@@ -5,8 +5,9 @@ import os
 from typing import Any
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import task_postrun, task_prerun, worker_init
 from django.conf import settings
+from django.db import close_old_connections
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessionhub.settings")
 
@@ -30,3 +31,17 @@ def lower_priority(**_: Any) -> None:
     if wanted > current:
         os.nice(wanted - current)
         logger.info("worker priority lowered to nice %s", wanted)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def recycle_connections(sender: Any = None, **_: Any) -> None:
+    """Between tasks, close the database connections Django would close between requests
+    (past ``CONN_MAX_AGE``, broken, or left mid-transaction) and keep the rest.
+
+    Not for a task run in the caller's process (embedded mode): its connection is the
+    caller's, possibly inside a transaction.
+    """
+    if sender is not None and getattr(sender.request, "is_eager", False):
+        return
+    close_old_connections()

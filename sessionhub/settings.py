@@ -137,6 +137,11 @@ CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=not REDI
 CELERY_TASK_EAGER_PROPAGATES = False
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
+# Celery's Django fixup closes the database connection before and after every task unless
+# this is set: each short memory run then paid for a new PostgreSQL backend. Connections
+# are kept for this many tasks, and between tasks Django's own rule (CONN_MAX_AGE, health
+# checks) closes an old or broken one, as between requests (sessionhub/celery.py).
+CELERY_DB_REUSE_MAX = env.int("CELERY_DB_REUSE_MAX", default=1000)
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
