@@ -6,8 +6,11 @@ something else: recency outweighs a partial topic overlap. With the prompt in ha
 SessionHub also asks, for each candidate, which of the prompt's terms its own words
 (summary request, learned, completed and next steps, hot topics) contain:
 
-- on PostgreSQL with full-text search: one statement, ``to_tsvector('english', doc) @@
-  plainto_tsquery('english', term)`` per term, so "migrations" finds "migrate";
+- on PostgreSQL with its English text search: a term matches when the document has every
+  lexeme of the term (what ``to_tsvector('english', doc) @@ plainto_tsquery('english',
+  term)`` asks), so "migrations" finds "migrate". The lexemes come from PostgreSQL and
+  are kept per process by text: a document is turned into lexemes once, not on every
+  first prompt;
 - elsewhere (SQLite, the embedded default) the same question in Python, with a crude
   suffix-stripping stem on both sides.
 
@@ -26,12 +29,13 @@ import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.db import connection
 
+from lifecycle.ingest.statements import server_bound_cursor
+
 from . import features as feature_lib
-from .models import SessionFeatures, Summary
 from .scoring import SUMMARY_SECTIONS
 
 MAX_TERMS = 24
@@ -63,13 +67,13 @@ def session_texts(
     topics: dict[uuid.UUID, list[str]],
     summaries: dict[uuid.UUID, dict[str, str]],
 ) -> dict[uuid.UUID, SessionText]:
-    """Every candidate's summary text and which prompt terms it matches, from the
-    ``summaries`` read with the candidates; on PostgreSQL with a prompt, one full-text
-    statement instead."""
+    """Every candidate's summary text, from the ``summaries`` read with the candidates,
+    and which prompt terms it matches (on PostgreSQL, by its text search's lexemes)."""
     if not pks:
         return {}
-    if terms and connection.vendor == "postgresql":
-        return _postgres(pks, terms)
+    postgres = bool(terms) and connection.vendor == "postgresql"
+    documents = {pk: _document(summaries.get(pk, {}), topics.get(pk, [])) for pk in pks}
+    lexemes = _lexemes([*terms, *documents.values()]) if postgres else {}
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:
@@ -80,42 +84,45 @@ def session_texts(
             next_steps=row.get("next_steps") or "",
             learned=row.get("learned") or "",
         )
-        if terms:
-            words = feature_lib.content_stems(_document(row, topics.get(pk, [])))
+        if postgres:
+            # plainto_tsquery(term) is the AND of the term's lexemes: the document
+            # matches when it has them all (a term of stop words alone matches nothing).
+            have = lexemes[documents[pk]]
+            text.matched = {term for term in terms if lexemes[term] and lexemes[term] <= have}
+        elif terms:
+            words = feature_lib.content_stems(documents[pk])
             words |= {w.lower() for w in topics.get(pk, [])}
             text.matched = {term for term in terms if stems[term] in words or term in words}
         texts[pk] = text
     return texts
 
 
-def _postgres(pks: Sequence[uuid.UUID], terms: Sequence[str]) -> dict[uuid.UUID, SessionText]:
-    """Full text in PostgreSQL: the summary columns and the hot topics as one document."""
-    summary = Summary._meta.db_table
-    features = SessionFeatures._meta.db_table
-    document = " || ' ' || ".join(f"coalesce(s.{c}, '')" for c in SUMMARY_SECTIONS)
-    document += " || ' ' || coalesce(f.hot_topics::text, '')"
-    tests = ", ".join(["d.v @@ plainto_tsquery('english', %s)"] * len(terms))
-    sql = (
-        f"SELECT d.id, {', '.join('d.' + c for c in SUMMARY_SECTIONS)}, ARRAY[{tests}] "  # noqa: S608 - constants only
-        f"FROM (SELECT c.id, {', '.join('s.' + c for c in SUMMARY_SECTIONS)}, "
-        f"to_tsvector('english', {document}) AS v "
-        f"FROM unnest(%s::uuid[]) AS c(id) "
-        f"LEFT JOIN {summary} s ON s.session_id = c.id "
-        f"LEFT JOIN {features} f ON f.session_id = c.id) AS d"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [*terms, list(pks)])
-        rows = cursor.fetchall()
-    texts = {}
-    for pk, request, learned, completed, next_steps, hits in rows:
-        texts[pk] = SessionText(
-            request=request or "",
-            learned=learned or "",
-            completed=completed or "",
-            next_steps=next_steps or "",
-            matched={term for term, hit in zip(terms, hits, strict=True) if hit},
-        )
-    return texts
+# The lexemes of a text, by the text: a candidate's document (its summary and hot topics)
+# is the same request after request, and turning two hundred of them into tsvectors on
+# every first prompt was most of that request's time. Emptied when full.
+_LEXEMES: dict[str, frozenset[str]] = {}
+_LEXEMES_MAX = 4096
+
+
+def _lexemes(texts: Sequence[str]) -> dict[str, frozenset[str]]:
+    """Each text's lexemes as PostgreSQL's English text search makes them (one statement
+    for the texts not seen before in this process, none when all were)."""
+    cache = _LEXEMES
+    found = {text: cache.get(text) for text in texts}
+    missing = list({text for text, lexemes in found.items() if lexemes is None})
+    if missing:
+        with server_bound_cursor() as cursor:
+            cursor.execute(
+                "SELECT tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) "
+                "WITH ORDINALITY AS u(t, n) ORDER BY n",
+                [missing],
+            )
+            rows = cursor.fetchall()
+        if len(cache) + len(missing) > _LEXEMES_MAX:
+            cache.clear()
+        for text, (lexemes,) in zip(missing, rows, strict=True):
+            found[text] = cache[text] = frozenset(lexemes)
+    return cast(dict[str, frozenset[str]], found)
 
 
 def relevance_scores(
