@@ -254,6 +254,54 @@ def test_the_worker_runs_at_a_lower_priority_than_the_web_processes() -> None:
         assert after == max(before, int(wanted)), done.stdout
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif(
+    os.environ.get("DATABASE_URL", "").startswith("sqlite") or not os.environ.get("DATABASE_URL"),
+    reason="a PostgreSQL backend per connection is what is kept",
+)
+def test_a_worker_keeps_its_database_connection_between_tasks() -> None:
+    """Celery's own fixup closed the connection around every task; with DB_REUSE_MAX it
+    keeps it, and Django's rule (an old or broken connection) decides between tasks."""
+    from celery.fixups.django import DjangoWorkerFixup
+    from django.db import connection
+
+    from sessionhub.celery import recycle_connections
+
+    class Request:
+        is_eager = False
+
+    class Task:
+        request = Request()
+
+    fixup = DjangoWorkerFixup(app)
+    assert fixup.db_reuse_max
+
+    def backend() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_backend_pid()")
+            return int(cursor.fetchone()[0])
+
+    def run_task() -> int:
+        fixup.on_task_prerun(sender=Task())
+        recycle_connections(sender=Task())
+        pid = backend()
+        fixup.on_task_postrun(sender=Task())
+        recycle_connections(sender=Task())
+        return pid
+
+    saved = connection.settings_dict["CONN_MAX_AGE"]
+    connection.settings_dict["CONN_MAX_AGE"] = 60  # production's (the tests' is 0)
+    connection.close()
+    try:
+        assert len({run_task() for _ in range(5)}) == 1
+        first = run_task()
+        connection.close_at = time.monotonic() - 1  # past CONN_MAX_AGE: Django closes it
+        assert run_task() != first
+    finally:
+        connection.settings_dict["CONN_MAX_AGE"] = saved
+        connection.close()
+
+
 # --- failures -----------------------------------------------------------------------------------
 
 
