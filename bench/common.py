@@ -988,6 +988,13 @@ def raw_writer_process(
 
 # --- seeding completed sessions for continuity -----------------------------------------------
 
+# What the first prompt of each asking session says (bench/run.py, continuity's prompt stage):
+# words of the seeded summaries and topics, and words none of them has.
+FIRST_PROMPT = (
+    "The nightly billing export to parquet fails after the postgres migration; "
+    "check the retries in the celery worker and fix the schema before the release"
+)
+
 TOPICS = (
     "orders billing invoices postgres index migration query planner latency cache redis "
     "celery worker retries deploy kubernetes helm terraform dashboard charts auth tokens "
@@ -1151,9 +1158,10 @@ def seed_new_sessions(
 
 
 def continuity_process(
-    base: str, token: str, names: list[str], keywords: list[str], seconds: float, out: Any
+    base: str, token: str, names: list[str], ask: dict[str, Any], seconds: float, out: Any
 ) -> None:
-    """Ask continuity once per new session, one request at a time; latencies in ms.
+    """Ask continuity once per new session, one request at a time, with ``ask`` in the
+    body (``keywords`` at the start, ``prompt`` at the first prompt); latencies in ms.
     With ``seconds`` > 0, stop when that time is up."""
     latencies: list[float] = []
     failures: list[str] = []
@@ -1162,7 +1170,7 @@ def continuity_process(
     for name in names:
         if time.monotonic() > deadline:
             break
-        body = {"source": "claude-code", "session_id": name, "keywords": keywords}
+        body = {"source": "claude-code", "session_id": name, **ask}
         started = time.perf_counter()
         status, answer = post_json(base, "/api/v1/continuity", body, token)
         elapsed = (time.perf_counter() - started) * 1000
