@@ -33,8 +33,6 @@ from typing import Any, cast
 
 from django.db import connection
 
-from lifecycle.ingest.statements import server_bound_cursor
-
 from . import features as feature_lib
 from .scoring import SUMMARY_SECTIONS
 
@@ -111,7 +109,7 @@ def _lexemes(texts: Sequence[str]) -> dict[str, frozenset[str]]:
     found = {text: cache.get(text) for text in texts}
     missing = list({text for text, lexemes in found.items() if lexemes is None})
     if missing:
-        with server_bound_cursor() as cursor:
+        with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT tsvector_to_array(to_tsvector('english', t)) FROM unnest(%s::text[]) "
                 "WITH ORDINALITY AS u(t, n) ORDER BY n",
