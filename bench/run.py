@@ -827,7 +827,7 @@ class Bench:
             self.base,
             self.token,
             names,
-            {"keywords": list(common.TOPICS[:6])},
+            {"keywords": common.TOPICS[:6]},
             seconds,
             timeout=seconds + 120,
         )

@@ -70,7 +70,10 @@ def session_texts(
     if not pks:
         return {}
     postgres = bool(terms) and connection.vendor == "postgresql"
-    documents = {pk: _document(summaries.get(pk, {}), topics.get(pk, [])) for pk in pks}
+    # Only a prompt asks what the documents hold (the start stage has no terms).
+    documents = (
+        {pk: _document(summaries.get(pk, {}), topics.get(pk, [])) for pk in pks} if terms else {}
+    )
     lexemes = _lexemes([*terms, *documents.values()]) if postgres else {}
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
