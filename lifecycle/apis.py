@@ -23,6 +23,7 @@ from rest_framework.views import APIView
 from sessionhub.authentication import caller
 from sessionhub.errors import ApiErrorSerializer, error_body
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
+from sessionhub.models import ApiToken
 
 from . import selectors, services
 from .adapters.base import as_key
@@ -73,14 +74,22 @@ class _IngestView(APIView):
     def post(self, request: Request) -> Response:
         if request.stream is None:
             raise ValidationFailed("Request body is empty", code="empty_body")
-        data = request.data
+        bodies = self.batch(request.data)
+        return self.store(caller(request).token, bodies)
+
+    def batch(self, data: Any) -> list[Any]:
+        """The events a parsed body holds; raises before anything is stored."""
         bodies = self.bodies(data)
         limit = settings.SESSIONHUB["MAX_BATCH_EVENTS"]
         if len(bodies) > limit:
             raise PayloadTooLarge(f"A batch holds at most {limit} events", code="batch_too_large")
         if not bodies:
             raise ValidationFailed("The batch is empty", code="empty_batch")
-        token = caller(request).token
+        return bodies
+
+    def store(self, token: ApiToken, bodies: list[Any]) -> Response:
+        """Ingest the events and answer with the per-event results (also the short way's
+        answer: ``lifecycle.fast_path``)."""
         results = services.events_ingest(
             team=token.team, bodies=bodies, adapter=services.adapter_for(self.source, token)
         )
