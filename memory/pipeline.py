@@ -396,9 +396,14 @@ def session_process_until_clean(
     return True
 
 
-def session_is_dirty(session_id: str) -> bool:
-    """Whether events wait for the session's memory (its outbox mark is set)."""
-    return Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False).exists()
+def session_waiting(session_id: str) -> str | None:
+    """The status of a session whose events wait for its memory (its outbox mark is
+    set); None when nothing waits."""
+    return (
+        Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
+        .values_list("status", flat=True)
+        .first()
+    )
 
 
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:

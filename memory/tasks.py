@@ -6,9 +6,10 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from lifecycle.models import Session
+from lifecycle.models import OPEN_STATUSES, Session
 
 from . import pipeline
 from .retention import retention_apply
@@ -26,8 +27,9 @@ _RETRY: dict[str, Any] = {
 }
 
 
-# A run that ends with events still waiting (an open session's burst goes on, or they
-# kept coming through every round) hands over to a fresh run this many seconds later.
+# A run that ends with events still waiting hands over to a fresh run: a closed
+# session's this many seconds later (its summary is wanted), an open session's after
+# SESSIONHUB["MEMORY_BUSY_SECONDS"] (see process_session).
 REQUEUE_SECONDS = 1
 
 
@@ -40,8 +42,21 @@ def process_session(session_id: str) -> bool:
     # one for events that came in during the last round: without this they would wait
     # for the outbox sweep (a minute or more). In eager mode this run happens inside the
     # request that queued it and a re-queue would recurse: there the sweep stays the fallback.
-    if found and not eager and pipeline.session_is_dirty(session_id):
-        process_session.apply_async((session_id,), countdown=REQUEUE_SECONDS)
+    #
+    # An open session whose events kept coming through the run is a busy agent: its next
+    # run waits longer, to take in more events at once. A run costs several statements
+    # whatever it finds, so a few events a run kept the worker busy beside ingestion
+    # (docs/benchmarks.md); the first run after a quiet spell still comes after the short
+    # settle, and the session's end is queued at once by ingestion.
+    if found and not eager:
+        waiting = pipeline.session_waiting(session_id)
+        if waiting is not None:
+            countdown = (
+                settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
+                if waiting in OPEN_STATUSES
+                else REQUEUE_SECONDS
+            )
+            process_session.apply_async((session_id,), countdown=countdown)
     return found
 
 

@@ -306,6 +306,9 @@ SESSIONHUB = {
     "SUSPEND_HORIZON": timedelta(days=env.int("SESSIONHUB_SUSPEND_HORIZON_DAYS", default=7)),
     # An open session's memory work waits this long so one run takes in a burst of events.
     "MEMORY_SETTLE_SECONDS": env.float("SESSIONHUB_MEMORY_SETTLE_SECONDS", default=1.0),
+    # While an open session's events keep coming, its memory is brought up to date at
+    # most this often (a run per few events kept the worker busy beside ingestion).
+    "MEMORY_BUSY_SECONDS": env.float("SESSIONHUB_MEMORY_BUSY_SECONDS", default=5.0),
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
     # The Celery worker's scheduling priority (nice value, 0-19): where it shares cores
     # with the web processes, ingestion goes first and memory work takes what is left.

@@ -19,6 +19,7 @@ import pytest
 import requests
 from celery.contrib.testing.worker import start_worker
 from celery.signals import task_failure, task_postrun
+from django.conf import settings
 from django.db import InterfaceError, OperationalError, connections
 from django.utils import timezone
 from rest_framework.test import APIClient
@@ -208,7 +209,8 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
     assert Observation.objects.count() == 0 and StreamTail.objects.count() == 0
     assert Session.objects.get(pk=session.pk).memory_cursor > 0
     if busy:
-        assert queued == [(((str(session.pk),),), {"countdown": tasks.REQUEUE_SECONDS})]
+        busy_seconds = settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
+        assert queued == [(((str(session.pk),),), {"countdown": busy_seconds})]
     else:
         assert queued == []
         assert Session.objects.get(pk=session.pk).memory_dirty_at is None
@@ -216,23 +218,26 @@ def test_a_run_that_ends_dirty_hands_over_to_a_new_one(
 
 @pytest.mark.django_db
 @pytest.mark.parametrize(
-    ("status", "rounds"),
-    [(SessionStatus.ACTIVE, 1), (SessionStatus.ENDED, 10)],
+    ("status", "rounds", "wait"),
+    [(SessionStatus.ACTIVE, 1, "busy"), (SessionStatus.ENDED, 10, "requeue")],
     ids=["open: one round, then a later run", "closed: round after round"],
 )
 def test_a_busy_open_session_is_paced_a_closed_one_is_not(
-    monkeypatch: pytest.MonkeyPatch, status: str, rounds: int
+    monkeypatch: pytest.MonkeyPatch, settings: Any, status: str, rounds: int, wait: str
 ) -> None:
     """While an agent is busy its events keep coming; a worker that went round at once
     would spend a core on a few events a round. An open session gets one round and a
-    later run takes in the rest; a closed one goes on, since its summary is wanted now."""
+    run MEMORY_BUSY_SECONDS later takes in the rest; a closed one goes on, and is queued
+    again a second later if events still wait, since its summary is wanted now."""
+    settings.SESSIONHUB = {**settings.SESSIONHUB, "MEMORY_BUSY_SECONDS": 7.5}
     session = _marked_session(status=status)
     runs = _arrivals_every_round(monkeypatch)
     queued = _queued_by_a_worker(monkeypatch)
 
     assert tasks.process_session(str(session.pk)) is True
     assert len(runs) == rounds
-    assert queued == [(((str(session.pk),),), {"countdown": tasks.REQUEUE_SECONDS})]
+    countdown = 7.5 if wait == "busy" else tasks.REQUEUE_SECONDS
+    assert queued == [(((str(session.pk),),), {"countdown": countdown})]
 
 
 def test_the_worker_runs_at_a_lower_priority_than_the_web_processes() -> None:
