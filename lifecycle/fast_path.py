@@ -35,7 +35,7 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from rest_framework import exceptions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
@@ -92,8 +92,13 @@ class IngestFastPathMiddleware:
         self._endpoints: dict[str, _Endpoint] | None = None
 
     def endpoints(self) -> dict[str, _Endpoint]:
-        if self._endpoints is None:  # the URLconf is not loaded yet at __init__
-            self._endpoints = {reverse(name): _Endpoint(view) for name, view in _ENDPOINTS.items()}
+        # Built at the first request (the URLconf is not loaded yet at __init__), keyed
+        # as URL resolving sees a request: by its path within the script prefix.
+        if self._endpoints is None:
+            prefix = len(get_script_prefix())
+            self._endpoints = {
+                "/" + reverse(name)[prefix:]: _Endpoint(view) for name, view in _ENDPOINTS.items()
+            }
         return self._endpoints
 
     def __call__(self, request: HttpRequest) -> HttpResponse:

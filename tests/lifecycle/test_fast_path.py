@@ -258,3 +258,13 @@ def test_other_methods_and_paths_go_the_ordinary_way(api: APIClient, dispatched:
     assert api.get("/api/v1/hooks/claude-code").status_code == 405
     assert api.get("/api/v1/sessions").status_code == 200
     assert dispatched == ["ClaudeCodeHookApi", "SessionListApi"]
+
+
+def test_behind_a_script_prefix_the_short_way_still_answers(
+    api: APIClient, dispatched: list[str]
+) -> None:
+    """Mounted under a sub-path (SCRIPT_NAME), the endpoints' paths carry the prefix."""
+    response = post(api, "hooks/claude-code", claude_hook(1), SCRIPT_NAME="/hub")
+    assert response.status_code == 200, response.content
+    assert response.json()["accepted"] == 1
+    assert dispatched == []
