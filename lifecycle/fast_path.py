@@ -29,6 +29,7 @@ turns it off.
 
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any, cast
@@ -41,11 +42,9 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from sessionhub.authentication import ApiTokenAuthentication
 from sessionhub.errors import api_exception_handler
 from sessionhub.exceptions import ApiError
 from sessionhub.models import ApiToken
-from sessionhub.parsers import parse_json_bytes
 
 from . import apis
 
@@ -54,6 +53,7 @@ _ENDPOINTS = {
     "api:hooks-claude-code": apis.ClaudeCodeHookApi,
     "api:hooks-openclaw": apis.OpenClawHookApi,
 }
+_JSON = "application/json"
 # Media ranges for which DRF's negotiation picks the JSON renderer.
 _JSON_RANGES = frozenset({"", "*/*", "application/*", "application/json"})
 
@@ -64,7 +64,7 @@ class _Endpoint:
 
     def __init__(self, view_class: type[apis._IngestView]) -> None:
         self.view = view_class()
-        self.view.format_kwarg = None
+        self.parser = next(p for p in self.view.get_parsers() if p.media_type == _JSON)
         self.headers = dict(self.view.default_response_headers)
         self.renderer = JSONRenderer()
 
@@ -113,15 +113,12 @@ class IngestFastPathMiddleware:
     def answer(self, request: HttpRequest, endpoint: _Endpoint) -> HttpResponse | None:
         """The answer to an ordinary ingest request; None hands it to the ordinary path."""
         meta = request.META
-        if meta.get("QUERY_STRING") or _media_type(meta.get("CONTENT_TYPE", "")) != (
-            "application/json"
-        ):
+        if meta.get("QUERY_STRING") or _media_type(meta.get("CONTENT_TYPE", "")) != _JSON:
             return None
         if not _accepts_only_json(meta.get("HTTP_ACCEPT", "")):
             return None
-        encoding = meta.get("HTTP_CONTENT_ENCODING")
-        if encoding and encoding.strip().lower() != "identity":
-            return None
+        # The body is read into memory here (Django keeps it for the ordinary path): only
+        # within the API's limit and Django's in-memory one; the parser streams the rest.
         try:
             length = int(meta.get("CONTENT_LENGTH") or 0)
         except ValueError:
@@ -134,7 +131,7 @@ class IngestFastPathMiddleware:
 
         view = endpoint.view
         try:
-            checked = self.checked(request, view)
+            checked = self.checked(request, endpoint)
         except Exception:  # noqa: BLE001 - the ordinary path meets it again and answers it
             return None
         if checked is None:
@@ -150,24 +147,32 @@ class IngestFastPathMiddleware:
         return self.finish(response, endpoint)
 
     @staticmethod
-    def checked(request: HttpRequest, view: apis._IngestView) -> tuple[ApiToken, list[Any]] | None:
+    def checked(request: HttpRequest, endpoint: _Endpoint) -> tuple[ApiToken, list[Any]] | None:
         """The caller's token and the events, if the request passes every check the view
-        makes before storing. Nothing here stores anything: a refusal (or an error, such as
+        makes before storing, with the view's own authentication, permission, throttle
+        and parser classes. Nothing here stores anything: a refusal (or an error, such as
         the database being down for the token's lookup) goes the ordinary way."""
-        try:
-            found = ApiTokenAuthentication().authenticate(request)  # type: ignore[arg-type]
-        except exceptions.AuthenticationFailed:
-            return None
-        if found is None:
+        view = endpoint.view
+        for authenticator in view.get_authenticators():
+            try:
+                found = authenticator.authenticate(request)  # type: ignore[arg-type]
+            except exceptions.AuthenticationFailed:
+                return None
+            if found is not None:
+                break
+        else:
             return None
         # What the permission and throttle classes read of DRF's request.
-        caller = cast(Request, SimpleNamespace(user=found[0], META=request.META))
-        if not all(p().has_permission(caller, view) for p in view.permission_classes):
+        caller = cast(Request, SimpleNamespace(user=found[0], auth=found[1], META=request.META))
+        if not all(p.has_permission(caller, view) for p in view.get_permissions()):
             return None
-        if not all(t().allow_request(caller, view) for t in view.throttle_classes):
+        if not all(t.allow_request(caller, view) for t in view.get_throttles()):
             return None
         try:
-            return found[1], view.batch(parse_json_bytes(request.body))
+            data = endpoint.parser.parse(
+                io.BytesIO(request.body), _JSON, {"request": request, "view": view}
+            )
+            return found[1], view.batch(data)
         except ApiError:
             return None
 
