@@ -97,11 +97,14 @@ def _session_update(vendor: str) -> tuple[str, list[Any]]:
 def sessions_write(sessions: Sequence[Session]) -> None:
     """``session_write`` for several sessions in one statement, whatever their number.
 
-    ``WITH v (...) AS (VALUES ...) UPDATE ... FROM v``. On PostgreSQL each value is cast
-    to its column's type, since VALUES alone would take the parameters for text
-    (character columns get an unbounded varchar, so an over-long value still fails as it
-    does in a plain UPDATE); SQLite needs no casts, but UPDATE ... FROM only from 3.33.
-    Anywhere else, one UPDATE per session.
+    On PostgreSQL the rows travel as one JSON document bound server-side, as the events'
+    do (``insert_events``), in a statement prepared once per connection:
+    ``WITH v AS (SELECT * FROM jsonb_to_recordset(...)) UPDATE ... FROM v``. Character
+    columns are read as unbounded ``varchar``, so an over-long value fails on assignment
+    as it does in a plain UPDATE. Rows orjson cannot encode (an integer past 64 bits)
+    take ``WITH v (...) AS (VALUES ...)``, each value cast to its column's type, since
+    VALUES alone would take the parameters for text; SQLite needs no casts, but
+    UPDATE ... FROM only from 3.33. Anywhere else, one UPDATE per session.
     """
     postgresql = connection.vendor == "postgresql"
     update_from = postgresql or (
@@ -112,31 +115,66 @@ def sessions_write(sessions: Sequence[Session]) -> None:
             session_write(session)
         return
     now = timezone.now()
-    fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
-    if postgresql:
-        casts = [
-            connection.ops.cast_char_field_without_max_length
-            if isinstance(f, CharField)
-            else f.cast_db_type(connection)
-            for f in fields
-        ]
-        row = "(" + ", ".join(f"%s::{cast}" for cast in casts) + ")"
-    else:
-        row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    params: list[Any] = []
     for session in sessions:
         session.updated_at = now
+    fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
+    if postgresql:
+        try:
+            document = orjson.dumps(
+                [{column_of(f): getattr(s, f.attname) for f in fields} for s in sessions]
+            )
+        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
+            pass
+        else:
+            with server_bound_cursor(prepared=True) as cursor:
+                cursor.execute(_sessions_update_from_json(), [Jsonb(document, dumps=bytes)])
+            return
+    casts = [f"::{t}" for t in _column_types(fields)] if postgresql else ["" for _ in fields]
+    row = "(" + ", ".join(f"%s{cast}" for cast in casts) + ")"
+    params: list[Any] = []
+    for session in sessions:
         params.extend(_session_params(session, fields))
     quote = connection.ops.quote_name
     table = quote(Session._meta.db_table)
     columns = ", ".join(quote(column_of(f)) for f in fields)
-    assignments = ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
     with connection.cursor() as cursor:
         cursor.execute(
             f"WITH v ({columns}) AS (VALUES {', '.join([row] * len(sessions))}) "  # noqa: S608 - constants only
-            f"UPDATE {table} SET {assignments} FROM v WHERE {table}.id = v.id",
+            f"UPDATE {table} SET {_assignments_from_v(fields)} FROM v WHERE {table}.id = v.id",
             params,
         )
+
+
+def _column_types(fields: Sequence[Field]) -> list[str]:
+    """The type PostgreSQL should read a value for each field's column as (character
+    columns unbounded, so the assignment itself checks the length)."""
+    return [
+        connection.ops.cast_char_field_without_max_length
+        if isinstance(f, CharField)
+        else str(f.cast_db_type(connection))
+        for f in fields
+    ]
+
+
+def _assignments_from_v(fields: Sequence[Field]) -> str:
+    quote = connection.ops.quote_name
+    return ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
+
+
+@functools.cache
+def _sessions_update_from_json() -> str:
+    """``sessions_write``'s PostgreSQL statement, built once per process."""
+    fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
+    quote = connection.ops.quote_name
+    table = quote(Session._meta.db_table)
+    typed = ", ".join(
+        f"{quote(column_of(f))} {type_}"
+        for f, type_ in zip(fields, _column_types(fields), strict=True)
+    )
+    return (
+        f"WITH v AS (SELECT * FROM jsonb_to_recordset(%s) AS r({typed})) "  # noqa: S608 - constants only
+        f"UPDATE {table} SET {_assignments_from_v(fields)} FROM v WHERE {table}.id = v.id"
+    )
 
 
 INSERT_COLUMNS = ("team_id", "session_id", *EVENT_FIELDS, "redaction_version", "orphan_key")

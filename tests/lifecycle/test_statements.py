@@ -10,6 +10,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
+from django.db import DataError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from lifecycle.ingest import statements
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
@@ -62,29 +64,54 @@ def test_the_locked_read_returns_what_the_orm_returns(
         assert not session._state.adding  # a saved row, as the ORM's
 
 
-def _moved(session: Session, n: int) -> None:
+def _moved(session: Session, n: int, previous: Session) -> None:
+    """Every kind of column ingestion writes: text, times (to the microsecond), flags,
+    counts, a float, a big integer, NULLs and a foreign key."""
     session.status = SessionStatus.ENDED
     session.started_at = T0
-    session.ended_at = T0 + timedelta(minutes=n)
+    session.ended_at = T0 + timedelta(minutes=n, microseconds=123_457)
+    session.suspended_at = None if n else T0
     session.event_count = 7 + n
     session.compaction_count = n
+    session.suspended_seconds = 12.345 + n / 3
+    session.token_count = 2**40 + n
+    session.reported_message_count = n or None
+    session.has_start = bool(n % 2)
+    session.end_detail = "fin ✓ ünïcode"
     session.cwd = f"/src/project-{n}"
     session.channel = "cli"
+    session.trigger = "compact" if n else ""
+    session.previous_session = previous if n else None
+    session.successor_external_id = f"next-{n}"
     session.memory_dirty_at = T0
 
 
-@pytest.mark.parametrize("how", ["one", "many"])
-def test_the_session_update_writes_what_save_writes(team: Team, agent: Agent, how: str) -> None:
+@pytest.mark.parametrize("how", ["one", "many", "many, no JSON"])
+def test_the_session_update_writes_what_save_writes(
+    team: Team, agent: Agent, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "many, no JSON": the rows orjson cannot encode take the VALUES statement."""
+    if how == "many, no JSON":
+
+        def refuse(*_: Any, **__: Any) -> bytes:
+            raise TypeError("Integer exceeds 64-bit range")
+
+        monkeypatch.setattr(statements.orjson, "dumps", refuse)
+    previous = _session(team, agent, "before")
     mine = [_session(team, agent, f"m{n}") for n in range(3)]
     theirs = [_session(team, agent, f"t{n}") for n in range(3)]
     for n, (a, b) in enumerate(zip(mine, theirs, strict=True)):
-        _moved(a, n)
-        _moved(b, n)
+        _moved(a, n, previous)
+        _moved(b, n, previous)
     if how == "one":
         for session in mine:
             statements.session_write(session)
     else:
-        statements.sessions_write(mine)
+        with CaptureQueriesContext(connection) as queries:
+            statements.sessions_write(mine)
+        (update,) = [q["sql"] for q in queries.captured_queries if "UPDATE" in q["sql"]]
+        from_json = connection.vendor == "postgresql" and how == "many"
+        assert ("jsonb_to_recordset" in update) is from_json
     for session in theirs:
         session.save()
 
@@ -95,6 +122,25 @@ def test_the_session_update_writes_what_save_writes(team: Team, agent: Agent, ho
             stored_a.pop(name)
             stored_b.pop(name)
         assert stored_a == stored_b
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite does not hold text to a length"
+)
+@pytest.mark.parametrize("how", ["one", "many"])
+def test_an_over_long_value_fails_the_session_update_as_it_fails_save(
+    team: Team, agent: Agent, how: str
+) -> None:
+    sessions = [_session(team, agent, f"m{n}") for n in range(2)]
+    sessions[1].cwd = "x" * 1001  # the column holds 1,000
+    with pytest.raises(DataError), transaction.atomic():
+        sessions[1].save()
+    with pytest.raises(DataError), transaction.atomic():
+        if how == "one":
+            statements.session_write(sessions[1])
+        else:
+            statements.sessions_write(sessions)
+    assert not Session.objects.filter(cwd__startswith="xxx").exists()
 
 
 def _row(team: Team, session: Session | None, event_id: str, **extra: Any) -> dict[str, Any]:
