@@ -202,11 +202,7 @@ def session_for_continuity(
     (an OpenClaw agent as its events name it: with the gateway).
     """
     external_id = as_key(external_id)  # the gateway's raw id, keyed as ingestion keys it
-    session = (
-        Session.objects.select_related("agent")
-        .filter(team=team, source=source, external_id=external_id)
-        .first()
-    )
+    session = Session.objects.filter(team=team, source=source, external_id=external_id).first()
     if session is not None or not agent_external_id:
         return session
     name = agent_external_id

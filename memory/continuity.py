@@ -49,6 +49,7 @@ from .scoring import (
     knobs,
     score_session,
 )
+from .statements import automatic_record, record_insert, row_lock
 
 # --- serving -----------------------------------------------------------------------------
 
@@ -135,7 +136,7 @@ def _record(
     stage: str = "",
 ) -> ContinuityRecord:
     used = {c.session.pk for c in chosen}
-    record = ContinuityRecord.objects.create(
+    record = ContinuityRecord(
         team_id=session.team_id,
         session=session,
         trigger=trigger,
@@ -158,14 +159,10 @@ def _record(
         requested_by=requested_by[:200],
         requested_by_user=user if getattr(user, "pk", None) else None,
         redaction_version=RULES_VERSION,
+        created_at=timezone.now(),
     )
-    if chosen:
-        # One INSERT for the sources (the record is new: nothing to compare with), one UPDATE.
-        through = ContinuityRecord.sources.through
-        through.objects.bulk_create(
-            [through(continuityrecord_id=record.pk, session_id=c.session.pk) for c in chosen]
-        )
-        Session.objects.filter(pk__in=[c.session.pk for c in chosen]).update(continued_by=session)
+    # The record, its sources, and each source marked continued: one statement.
+    record_insert(record, [c.session.pk for c in chosen])
     return record
 
 
@@ -217,13 +214,10 @@ def continuity_build(
     prompt (relevance can decide). Each is answered once; the first prompt's answer is
     empty when it would repeat the start's source.
     """
-    Session.objects.select_for_update().filter(pk=session.pk).values_list("pk").first()
+    row_lock(Session, session.pk)
     prompt = redact_text(prompt) if prompt and prompt.strip() else ""
     stage = ContinuityRecord.Stage.PROMPT if prompt else ContinuityRecord.Stage.START
-    automatic = ContinuityRecord.objects.filter(
-        session=session, trigger=ContinuityRecord.Trigger.AUTOMATIC
-    )
-    existing = automatic.filter(stage=stage).order_by("created_at").first()
+    existing = automatic_record(session.pk, stage)
     if existing is not None:
         return existing
     now = now or timezone.now()
@@ -237,7 +231,7 @@ def continuity_build(
     repeat = (
         stage == ContinuityRecord.Stage.PROMPT
         and chosen
-        and _best_source_of(automatic.filter(stage=ContinuityRecord.Stage.START).first())
+        and _best_source_of(automatic_record(session.pk, ContinuityRecord.Stage.START))
         == str(chosen[0].session.pk)
     )
     if repeat:  # the start's preamble already told this session about that one

@@ -15,6 +15,7 @@ from lifecycle.models import Agent, Session
 
 from .models import Pin
 from .scoring import Prior, decayed_confidence, knobs
+from .statements import row_lock
 
 # --- pins --------------------------------------------------------------------------------
 
@@ -35,7 +36,7 @@ def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> 
     k = knobs()
     cap = settings.SESSIONHUB["MAX_ACTIVE_PINS"]
     # The agent row serializes pin writes (the same lock as memory.pins.pin_create).
-    Agent.objects.select_for_update().filter(pk=target.agent_id).values_list("pk").first()
+    row_lock(Agent, target.agent_id)
     # One read for both: the agent's active pins, and the pins the source held (with the
     # originals they were copied from: the copies point at those, and the record names them).
     agent_id, source_pk = target.agent_id, source.pk

@@ -16,6 +16,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Cast
 
+from lifecycle.ingest.statements import server_bound_cursor
 from lifecycle.models import Session, SessionStatus, foreground_q
 
 from . import features as feature_lib
@@ -290,22 +291,16 @@ def _text(field: str) -> Cast:
 SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
 
 
-def candidates_with_summaries(
-    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
-) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
-    """The agent's completed sessions of the lookback window with their features, newest
-    first, and each one's summary sections by session (a session without a summary is left
-    out): one query, plain rows, no model instances, JSON decoded only where needed. The
-    later sessions' reports of finished work and the preamble's quotes come from the
-    summaries, without a second read naming every candidate."""
-    k = knobs()
-    since = now - timedelta(days=k["LOOKBACK_DAYS"])
+def _candidates_queryset(
+    agent_id: uuid.UUID, exclude_pk: uuid.UUID, since: datetime, limit: int
+) -> Any:
+    """The candidates' rows as ``candidates_with_summaries`` reads them."""
     if connection.vendor == "postgresql":
         ended: Any = _EpochMicroseconds("ended_at")
         pending_count: Any = _ArrayLength(F("features__pending_tasks"))
     else:  # the datetime, and the count from the decoded tasks
         ended, pending_count = "ended_at", Value(None, output_field=IntegerField())
-    rows = (
+    return (
         # Background runs (a heartbeat) never hand their work on.
         Session.objects.filter(
             foreground_q(), agent_id=agent_id, status__in=CLOSED, ended_at__gte=since
@@ -324,8 +319,56 @@ def candidates_with_summaries(
             _text("features__done_tasks"),
             "summary__id",  # NULL: no summary
             *(f"summary__{section}" for section in SUMMARY_SECTIONS),
-        )[: k["MAX_CANDIDATES"]]
+        )[:limit]
     )
+
+
+# Stand-ins for the values of one request, found again among the compiled parameters.
+_AGENT = uuid.UUID("00000000-0000-4000-8000-00000000a9e1")
+_EXCLUDED = uuid.UUID("00000000-0000-4000-8000-00000000e8c1")
+_SINCE = datetime(1971, 2, 3, 4, 5, 6, 789, tzinfo=UTC)
+
+
+@functools.cache
+def _candidates_statement(limit: int) -> tuple[str, tuple[Any, ...]]:
+    """PostgreSQL: the candidates' query compiled once per process, and its parameters with
+    the stand-ins where each request's agent, excluded session and window start go.
+
+    Compiling the queryset (a dozen columns across three tables) cost about as much CPU as
+    running it; the statement is then prepared once per connection as well. The ORM's
+    values list gives each column as the query returns it on PostgreSQL, so the rows are
+    the same either way (a test compares them).
+    """
+    sql, params = _candidates_queryset(_AGENT, _EXCLUDED, _SINCE, limit).query.sql_with_params()
+    found = [p for p in params if p in (_AGENT, _EXCLUDED, _SINCE)]
+    assert sorted(map(str, found)) == sorted(map(str, (_AGENT, _EXCLUDED, _SINCE))), params
+    return sql, tuple(params)
+
+
+def _candidate_rows(
+    agent_id: uuid.UUID, exclude_pk: uuid.UUID, since: datetime, limit: int
+) -> list[tuple[Any, ...]]:
+    """``_candidates_queryset``'s rows; on PostgreSQL from its statement compiled once."""
+    if connection.vendor != "postgresql":
+        return list(_candidates_queryset(agent_id, exclude_pk, since, limit))
+    sql, slots = _candidates_statement(limit)
+    values = {_AGENT: agent_id, _EXCLUDED: exclude_pk, _SINCE: since}
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(sql, [values.get(slot, slot) for slot in slots])
+        return cursor.fetchall()
+
+
+def candidates_with_summaries(
+    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
+) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
+    """The agent's completed sessions of the lookback window with their features, newest
+    first, and each one's summary sections by session (a session without a summary is left
+    out): one query, plain rows, no model instances, JSON decoded only where needed. The
+    later sessions' reports of finished work and the preamble's quotes come from the
+    summaries, without a second read naming every candidate."""
+    k = knobs()
+    since = now - timedelta(days=k["LOOKBACK_DAYS"])
+    rows = _candidate_rows(agent_id, exclude_pk, since, k["MAX_CANDIDATES"])
     # ended_at is never NULL here (the filter), so the last_event_at fallback is not read.
     loads = _decoded
     candidates = []

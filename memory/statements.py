@@ -1,0 +1,135 @@
+"""The hand-built statements of continuity's answer (PostgreSQL), each one round trip.
+
+A continuity answer writes its record, the record's sources and each source's
+``continued_by``: three statements through the ORM, each compiled anew, with the record's
+candidates (some 27 KB of JSON for 200 of them) encoded by the standard library. Here they
+are one prepared statement whose JSON columns orjson encodes. Other databases (SQLite in
+embedded mode) keep the ORM's statements; a test holds both to the same rows.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from django.db import connection
+from django.db.models import Field, JSONField, Model
+from psycopg.types.json import Jsonb
+
+from lifecycle.ingest.statements import column_of, server_bound_cursor
+from lifecycle.models import Session
+
+from .models import ContinuityRecord
+
+
+@functools.cache
+def _record_fields() -> list[Field]:
+    """The record's columns as the INSERT names them: every concrete field but the id."""
+    return [f for f in ContinuityRecord._meta.concrete_fields if not f.primary_key]
+
+
+@functools.cache
+def _record_sql() -> str:
+    quote = connection.ops.quote_name
+    fields = _record_fields()
+    columns = ", ".join(quote(column_of(f)) for f in fields)
+    # No casts: each value is assigned to its column, so one too long fails as the ORM's
+    # INSERT would (an explicit cast to varchar(n) would cut it short instead).
+    values = ", ".join(["%s"] * len(fields))
+    through = ContinuityRecord.sources.through
+    return (
+        f"WITH r AS (INSERT INTO {quote(ContinuityRecord._meta.db_table)} ({columns}) "  # noqa: S608 - constants only
+        f"VALUES ({values}) RETURNING id), "
+        f"s AS (INSERT INTO {quote(through._meta.db_table)} "
+        "(continuityrecord_id, session_id) SELECT r.id, u FROM r, unnest(%s::uuid[]) AS u), "
+        f"c AS (UPDATE {quote(Session._meta.db_table)} SET continued_by_id = %s::uuid "
+        "WHERE id = ANY(%s::uuid[])) "
+        "SELECT id FROM r"
+    )
+
+
+def _json(value: Any) -> Jsonb:
+    try:
+        document = orjson.dumps(value)
+    except TypeError:  # what orjson will not encode (a key that is not a string, say)
+        document = json.dumps(value).encode()
+    return Jsonb(document, dumps=bytes)
+
+
+def record_insert(record: ContinuityRecord, sources: Sequence[uuid.UUID]) -> None:
+    """Insert ``record`` (its ``created_at`` set), link its sources and mark each of them
+    continued by the record's session, in one statement; the record gets its id.
+
+    The same rows as ``record.save()``, ``sources.add()`` and an ``update(continued_by=)``
+    of the sources; on databases other than PostgreSQL it is those three."""
+    if connection.vendor != "postgresql":
+        record.save()
+        if sources:
+            through = ContinuityRecord.sources.through
+            through.objects.bulk_create(
+                [through(continuityrecord_id=record.pk, session_id=pk) for pk in sources]
+            )
+            Session.objects.filter(pk__in=sources).update(continued_by_id=record.session_id)
+        return
+    assert record.created_at is not None, "set created_at: auto_now_add runs only in save()"
+    params: list[Any] = [
+        _json(getattr(record, f.attname))
+        if isinstance(f, JSONField)
+        else getattr(record, f.attname)
+        for f in _record_fields()
+    ]
+    params += [list(sources), record.session_id, list(sources)]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_record_sql(), params)
+        record.pk = cursor.fetchone()[0]
+    record._state.adding = False
+    record._state.db = connection.alias
+
+
+@functools.cache
+def _lock_sql(model: type[Model]) -> str:
+    quote = connection.ops.quote_name
+    pk = column_of(model._meta.pk)
+    table = quote(model._meta.db_table)
+    return f"SELECT {quote(pk)} FROM {table} WHERE {quote(pk)} = %s FOR UPDATE"  # noqa: S608 - constants only
+
+
+def row_lock(model: type[Model], pk: Any) -> None:
+    """Lock one row by its id until the transaction ends (``SELECT ... FOR UPDATE``): on
+    PostgreSQL a statement prepared once per connection, elsewhere the ORM's (which
+    SQLite, locking the whole database for a write, runs without the clause)."""
+    if connection.vendor != "postgresql":
+        model._default_manager.select_for_update().filter(pk=pk).values_list("pk").first()
+        return
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_lock_sql(model), [pk])
+
+
+def automatic_record(session_pk: uuid.UUID, stage: str) -> ContinuityRecord | None:
+    """The first automatic record of a session at a stage, or None (most often: a session
+    asks once). On PostgreSQL a raw read, without compiling a queryset each time."""
+    if connection.vendor != "postgresql":
+        return (
+            ContinuityRecord.objects.filter(
+                session_id=session_pk, trigger=ContinuityRecord.Trigger.AUTOMATIC, stage=stage
+            )
+            .order_by("created_at")
+            .first()
+        )
+    found = ContinuityRecord.objects.raw(
+        _automatic_sql(), [session_pk, ContinuityRecord.Trigger.AUTOMATIC.value, stage]
+    )
+    return next(iter(found), None)
+
+
+@functools.cache
+def _automatic_sql() -> str:
+    quote = connection.ops.quote_name
+    return (
+        f"SELECT * FROM {quote(ContinuityRecord._meta.db_table)} "  # noqa: S608 - constants only
+        "WHERE session_id = %s AND trigger = %s AND stage = %s ORDER BY created_at, id LIMIT 1"
+    )

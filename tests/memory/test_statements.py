@@ -1,0 +1,226 @@
+"""Continuity's hand-built statements against what the ORM does for the same job, on
+whichever database the run uses (PostgreSQL in the main suite, where they run; SQLite in
+``make test-sqlite``, where the ORM's own statements run and the comparisons still hold)."""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import timedelta
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import DataError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from lifecycle.models import Agent, Session, SessionStatus
+from memory import statements
+from memory.models import ContinuityRecord, SessionFeatures
+from memory.scoring import _candidate_rows, _candidates_queryset
+from sessionhub.models import Team
+from tests.factories import AgentFactory, SessionFactory, SummaryFactory
+
+postgres_only = pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="the statements run on PostgreSQL only"
+)
+
+
+SOURCE = uuid.UUID("6f1c0a52-3b1e-4c57-9d0e-2a4b8c1d7e90")
+
+
+def _record(session: Session, **fields: Any) -> ContinuityRecord:
+    values: dict[str, Any] = {
+        "team_id": session.team_id,
+        "session": session,
+        "trigger": ContinuityRecord.Trigger.AUTOMATIC,
+        "stage": ContinuityRecord.Stage.START,
+        "candidates": [
+            {"session_id": str(SOURCE), "score": 0.4125, "used": True, "parts": {}},
+            {"session_id": str(SOURCE), "external_id": "ünïcode ✓", "score": 0.0},
+        ],
+        "inherited_pins": [{"uid": str(SOURCE), "label": "db", "inherited_from": None}],
+        "keywords": ["billing", "schema"],
+        "preamble": "## Continuing from\n- a line with 'quotes' and \\ backslashes",
+        "requested_by": "token:abcd1234",
+        "redaction_version": 7,
+        "created_at": timezone.now(),
+        **fields,
+    }
+    return ContinuityRecord(**values)
+
+
+def _columns(record: ContinuityRecord) -> dict[str, Any]:
+    row = {f.attname: getattr(record, f.attname) for f in ContinuityRecord._meta.concrete_fields}
+    for name in ("id", "uid", "created_at"):  # each record its own
+        row.pop(name)
+    return row
+
+
+@pytest.mark.django_db
+def test_the_record_insert_writes_what_the_orm_writes(team: Team) -> None:
+    agent = AgentFactory(team=team)
+    asking, other = (
+        SessionFactory(agent=agent, status=SessionStatus.ACTIVE),
+        SessionFactory(agent=agent, status=SessionStatus.ACTIVE),
+    )
+    sources = [SessionFactory(agent=agent), SessionFactory(agent=agent)]
+    bystander = SessionFactory(agent=agent)
+
+    record = _record(asking, candidates=[{"1": "a key that was an integer"}, {"x": None}])
+    with CaptureQueriesContext(connection) as queries:
+        statements.record_insert(record, [s.pk for s in sources])
+    if connection.vendor == "postgresql":
+        assert len(queries) == 1  # the record, its sources, the sources marked: one trip
+
+    orm = _record(other, candidates=[{"1": "a key that was an integer"}, {"x": None}])
+    orm.save()
+    orm.sources.set(sources)
+
+    stored, expected = ContinuityRecord.objects.get(pk=record.pk), orm
+    expected.refresh_from_db()
+    assert stored.uid == record.uid and not record._state.adding
+    assert stored.created_at == record.created_at
+    assert _columns(stored) == {**_columns(expected), "session_id": asking.pk}
+    assert set(stored.sources.all()) == set(sources)
+    assert {s.pk: s.continued_by_id for s in Session.objects.filter(agent=agent)} == {
+        asking.pk: None,
+        other.pk: None,
+        sources[0].pk: asking.pk,
+        sources[1].pk: asking.pk,
+        bystander.pk: None,
+    }
+
+
+@pytest.mark.django_db
+def test_a_record_without_sources_marks_nothing(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ACTIVE)
+    record = _record(session, candidates=[])
+    statements.record_insert(record, [])
+    stored = ContinuityRecord.objects.get(pk=record.pk)
+    assert stored.candidates == [] and not stored.sources.exists()
+    assert not Session.objects.filter(continued_by__isnull=False).exists()
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_an_over_long_value_fails_the_record_insert_as_it_fails_save(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ACTIVE)
+    source = SessionFactory(agent=session.agent)
+    for write in (
+        lambda r: statements.record_insert(r, [source.pk]),
+        lambda r: r.save(),
+    ):
+        with pytest.raises(DataError), transaction.atomic():
+            write(_record(session, trigger="x" * 17))  # varchar(16)
+    assert not ContinuityRecord.objects.exists()
+    source.refresh_from_db()
+    assert source.continued_by_id is None  # nothing of the failed statement stayed
+
+
+@pytest.mark.django_db
+def test_the_automatic_record_is_the_first_of_its_stage(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ACTIVE)
+    assert statements.automatic_record(session.pk, ContinuityRecord.Stage.START) is None
+    now = timezone.now()
+    manual = _record(session, trigger=ContinuityRecord.Trigger.MANUAL, stage="")
+    later = _record(session, created_at=now)
+    first = _record(session, created_at=now - timedelta(seconds=1))
+    prompt = _record(session, stage=ContinuityRecord.Stage.PROMPT, created_at=now)
+    other = _record(
+        SessionFactory(agent=session.agent, status=SessionStatus.ACTIVE),
+        created_at=now - timedelta(days=1),
+    )
+    for record in (manual, later, first, prompt, other):
+        at = record.created_at
+        statements.record_insert(record, [])
+        # save() (the SQLite path) stamps its own now: the order is the test's.
+        ContinuityRecord.objects.filter(pk=record.pk).update(created_at=at)
+
+    found = statements.automatic_record(session.pk, ContinuityRecord.Stage.START)
+    assert found is not None and found.pk == first.pk
+    assert found.candidates == first.candidates and found.session_id == session.pk
+    found = statements.automatic_record(session.pk, ContinuityRecord.Stage.PROMPT)
+    assert found is not None and found.pk == prompt.pk
+    assert statements.automatic_record(uuid.uuid4(), ContinuityRecord.Stage.START) is None
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_the_row_lock_holds_the_row_until_the_transaction_ends(team: Team) -> None:
+    agent = AgentFactory(team=team)
+    session = SessionFactory(agent=agent)
+    settings = connection.settings_dict
+    dsn = (
+        f"host={settings['HOST'] or 'localhost'} port={settings['PORT'] or 5432} "
+        f"dbname={settings['NAME']} user={settings['USER']}"
+    )
+
+    def try_lock(model: type[Any], pk: Any) -> str:
+        with psycopg.connect(dsn, autocommit=True) as other:
+            table = model._meta.db_table
+            try:
+                other.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", [pk])  # noqa: S608
+            except psycopg.errors.LockNotAvailable:
+                return "held"
+            return "free"
+
+    outcome: dict[str, str] = {}
+    with transaction.atomic():
+        statements.row_lock(Session, session.pk)
+        statements.row_lock(Agent, agent.pk)
+        # From another thread, as another client would: the locks are held.
+        worker = threading.Thread(
+            target=lambda: outcome.update(
+                session=try_lock(Session, session.pk), agent=try_lock(Agent, agent.pk)
+            )
+        )
+        worker.start()
+        worker.join()
+    assert outcome == {"session": "held", "agent": "held"}
+    assert try_lock(Session, session.pk) == "free"
+
+
+@pytest.mark.django_db
+def test_the_candidate_rows_are_the_querysets_rows(team: Team) -> None:
+    agent = AgentFactory(team=team)
+    now = timezone.now()
+    sessions = [
+        SessionFactory(
+            agent=agent, started_at=now - timedelta(days=i, hours=1), status=status, trigger=trigger
+        )
+        for i, (status, trigger) in enumerate(
+            [
+                (SessionStatus.ENDED, ""),
+                (SessionStatus.CRASHED, "user"),
+                (SessionStatus.ENDED, "heartbeat"),  # background: never a candidate
+                (SessionStatus.ACTIVE, ""),  # not closed
+                (SessionStatus.ENDED, ""),  # the excluded one
+                (SessionStatus.ENDED, ""),
+                (SessionStatus.ENDED, ""),  # past the window
+            ]
+        )
+    ]
+    sessions[6].ended_at = now - timedelta(days=40)
+    sessions[6].save(update_fields=["ended_at"])
+    SessionFeatures.objects.create(
+        team=team,
+        session=sessions[0],
+        hot_topics=["Billing", "schema"],
+        pending_tasks=[{"id": "task-001", "text": "write the notes"}],
+        done_tasks=["task-000"],
+    )
+    SessionFeatures.objects.create(team=team, session=sessions[5], pending_tasks={"odd": 1})
+    SummaryFactory(session=sessions[1], learned="the ledger is append-only")
+    SessionFactory(agent=AgentFactory(team=team))  # another agent's
+
+    since = now - timedelta(days=30)
+    for limit in (200, 2):
+        rows = _candidate_rows(agent.pk, sessions[4].pk, since, limit)
+        orm = _candidates_queryset(agent.pk, sessions[4].pk, since, limit)
+        assert rows == [tuple(r) for r in orm]
+        wanted = [s.pk for s in (sessions[0], sessions[1], sessions[5])][:limit]
+        assert [r[0] for r in rows] == wanted
+    # The statement is compiled once, and the second agent's rows are its own.
+    assert _candidate_rows(uuid.uuid4(), sessions[4].pk, since, 200) == []
