@@ -32,6 +32,7 @@ from .ingest.fold import crashed_sessions_close
 from .ingest.outbox import outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
+from .ingest.statements import Compiled
 from .ingest.store import events_store
 from .models import Agent, Session, Source
 
@@ -188,6 +189,17 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     return replace(event, **changes)
 
 
+# The session a continuity request names: compiled once (a lookup of some forty columns).
+_CONTINUITY_SESSION = Compiled(
+    lambda team_id, source, external_id: Session.objects.filter(
+        team_id=team_id, source=source, external_id=external_id
+    ).order_by("pk")[:1],
+    -97_531,
+    "\x00source",
+    "\x00external id",
+)
+
+
 def session_for_continuity(
     *,
     team: Team,
@@ -202,7 +214,8 @@ def session_for_continuity(
     (an OpenClaw agent as its events name it: with the gateway).
     """
     external_id = as_key(external_id)  # the gateway's raw id, keyed as ingestion keys it
-    session = Session.objects.filter(team=team, source=source, external_id=external_id).first()
+    found = _CONTINUITY_SESSION.instances(team.pk, source, external_id)
+    session = found[0] if found else None
     if session is not None or not agent_external_id:
         return session
     name = agent_external_id

@@ -8,9 +8,11 @@ import uuid
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from lifecycle.ingest.statements import Compiled, model_from_row
 from lifecycle.models import Agent, Session
 
 from .models import Pin
@@ -31,6 +33,38 @@ def session_pins_q(session: Session) -> Q:
     return _pins_q(session.pk)
 
 
+def _pins_read(agent_id: uuid.UUID, source_pk: uuid.UUID) -> QuerySet[Pin]:
+    return (
+        Pin.objects.filter(Q(agent_id=agent_id, unpinned_at__isnull=True) | _pins_q(source_pk))
+        .select_related("inherited_from")
+        .order_by("-pinned_at", "-id")
+    )
+
+
+_PINS_READ = Compiled(
+    _pins_read,
+    uuid.UUID("00000000-0000-4000-8000-0000000a9e17"),
+    uuid.UUID("00000000-0000-4000-8000-00000005e551"),
+)
+
+
+def _pins_with_originals(agent_id: uuid.UUID, source_pk: uuid.UUID) -> list[Pin]:
+    """``_pins_read``'s pins, each with the original it was copied from (or None); on
+    PostgreSQL from its statement compiled once: the pin's columns, then the original's."""
+    if connection.vendor != "postgresql":
+        return list(_pins_read(agent_id, source_pk))
+    width = len(Pin._meta.concrete_fields)
+    original = Pin._meta.get_field("inherited_from")
+    pins = []
+    for row in _PINS_READ.rows(agent_id, source_pk):
+        pin = model_from_row(Pin, row[:width])
+        original.set_cached_value(
+            pin, None if row[width] is None else model_from_row(Pin, row[width:])
+        )
+        pins.append(pin)
+    return pins
+
+
 def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> list[Pin]:
     """Copy the source's pins into the target's agent, within every cap; the new pins."""
     k = knobs()
@@ -40,11 +74,7 @@ def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> 
     # One read for both: the agent's active pins, and the pins the source held (with the
     # originals they were copied from: the copies point at those, and the record names them).
     agent_id, source_pk = target.agent_id, source.pk
-    pins = list(
-        Pin.objects.filter(Q(agent_id=agent_id, unpinned_at__isnull=True) | _pins_q(source_pk))
-        .select_related("inherited_from")
-        .order_by("-pinned_at", "-id")
-    )
+    pins = _pins_with_originals(agent_id, source_pk)
     active = [p.label for p in pins if p.agent_id == agent_id and p.unpinned_at is None]
     held = [
         p

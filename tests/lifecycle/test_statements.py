@@ -188,3 +188,28 @@ def test_the_event_insert_stores_what_bulk_create_stores_and_skips_repeats(
     inserted = statements.insert_events(again)
     assert inserted == {again[1]["event_id"]}
     assert LifecycleEvent.objects.filter(event_id="ours-1").count() == 1
+
+
+def test_a_compiled_query_returns_what_its_queryset_returns(team: Team, agent: Agent) -> None:
+    from lifecycle.services import _CONTINUITY_SESSION
+
+    wanted = _session(
+        team, agent, "wanted", status=SessionStatus.ENDED, started_at=T0, ended_at=T0, cwd="/x"
+    )
+    another = _session(team, agent, "another")
+    compiled = statements.Compiled(
+        lambda key: Session.objects.filter(team=team, external_id__in=[key, "another"]).order_by(
+            "external_id"
+        ),
+        "\x00stand-in",
+    )
+    found = compiled.instances("wanted")
+    orm = list(Session.objects.filter(team=team).order_by("external_id"))
+    assert [_columns(s) for s in found] == [_columns(s) for s in orm]
+    assert [row[0] for row in compiled.rows("nothing")] == [another.pk]
+
+    # The continuity lookup: compiled once, each call's own values.
+    for key, expected in (("wanted", wanted), ("nobody", None)):
+        got = _CONTINUITY_SESSION.instances(team.pk, Source.CLAUDE_CODE, key)
+        assert [_columns(s) for s in got] == ([_columns(expected)] if expected else [])
+    assert _CONTINUITY_SESSION.instances(team.pk, Source.OPENCLAW, "wanted") == []

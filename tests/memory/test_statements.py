@@ -224,3 +224,41 @@ def test_the_candidate_rows_are_the_querysets_rows(team: Team) -> None:
         assert [r[0] for r in rows] == wanted
     # The statement is compiled once, and the second agent's rows are its own.
     assert _candidate_rows(uuid.uuid4(), sessions[4].pk, since, 200) == []
+
+
+@pytest.mark.django_db
+def test_the_pins_read_returns_what_the_orm_returns(team: Team) -> None:
+    from memory.inheritance import _pins_read, _pins_with_originals
+    from tests.factories import PinFactory
+
+    agent = AgentFactory(team=team)
+    source, target = SessionFactory(agent=agent), SessionFactory(agent=agent)
+    now = timezone.now()
+    original = PinFactory(agent=agent, team=team, origin_session=source, label="schema")
+    PinFactory(
+        agent=agent,
+        team=team,
+        label="deploy",
+        origin_session=None,
+        inherited_from=original,
+        inherited_into=source,
+        pinned_at=now - timedelta(days=2),
+        unpinned_at=now,
+    )
+    PinFactory(agent=agent, team=team, origin_session=target, label="active", pinned_at=now)
+    PinFactory(agent=AgentFactory(team=team), team=team, label="another agent's")
+
+    found = _pins_with_originals(agent.pk, source.pk)
+    orm = list(_pins_read(agent.pk, source.pk))
+    assert [p.pk for p in found] == [p.pk for p in orm] and len(found) == 3
+
+    def fields(pin: Any) -> dict[str, Any]:
+        return {f.attname: getattr(pin, f.attname) for f in type(pin)._meta.concrete_fields}
+
+    with CaptureQueriesContext(connection) as queries:
+        for mine, theirs in zip(found, orm, strict=True):
+            assert fields(mine) == fields(theirs)
+            assert (mine.inherited_from and fields(mine.inherited_from)) == (
+                theirs.inherited_from and fields(theirs.inherited_from)
+            )
+    assert len(queries) == 0  # the originals came with the pins
