@@ -40,11 +40,11 @@ _SAVEPOINT = re.compile(r"^\s*(SAVEPOINT|RELEASE SAVEPOINT|ROLLBACK TO SAVEPOINT
 # the events, write the sessions back. Continuity: find and lock the asking session, look
 # for an earlier answer, read the candidates with their features and summaries in one
 # query, lock the agent for pins, read its pins, write the inherited pins (at most the
-# inheritance cap), the record, its sources and the continued-by mark. Reads: the session
-# (or page) and a fixed number of related lists.
+# inheritance cap), then the record, its sources and the continued-by mark in one
+# statement. Reads: the session (or page) and a fixed number of related lists.
 INGEST_BUDGET = 4
 QUIET_EVENT_BUDGET = 1
-CONTINUITY_BUDGET = 10
+CONTINUITY_BUDGET = 8
 READ_BUDGET = 6
 
 
