@@ -72,6 +72,12 @@ from dashboard_list import copy_rows, ensure_database, pct  # noqa: E402
 TEAMS = 10
 AGENTS_PER_TEAM = 20
 PROJECT = "/home/dev/src/scale-app"
+# A second agent of the measured team with the same number of candidates at every size:
+# its completed sessions all end inside the lookback, more than continuity scores
+# (``MAX_CANDIDATES``, 200), and do not grow, so its figure shows what the tables' growth
+# alone costs continuity. The first agent's candidates grow with the tables.
+BUSY_PROJECT = "/home/dev/src/scale-busy"
+BUSY_SESSIONS = 250
 DETAIL_EVENTS = 500
 FULL = [(1_000, 0), (100_000, 1_000_000), (1_000_000, 10_000_000)]
 QUICK = [(1_000, 0), (10_000, 100_000), (50_000, 500_000)]
@@ -152,7 +158,59 @@ class World:
             ]
             for team in self.teams
         }
+        self.post(
+            "/api/v1/hooks/claude-code",
+            hook("scale-busy-probe-0", "SessionStart", source="startup", cwd=BUSY_PROJECT),
+        )
+        self.busy_agent = Session.objects.get(
+            team=self.team, external_id="scale-busy-probe-0"
+        ).agent
+        self._busy_sessions()
         self.detail = self._detail_session()
+
+    def _busy_sessions(self) -> None:
+        """The busy agent's completed sessions: ended over the last six days, with their
+        features and summaries, seeded once."""
+        from lifecycle.models import Session
+        from memory.models import SessionFeatures, Summary
+
+        rows = [
+            self._session_row(
+                self.team,
+                self.busy_agent,
+                self.now - timedelta(hours=1 + i * 0.5),
+                f"busy-{i:04d}",
+                0,
+            )
+            for i in range(BUSY_SESSIONS)
+        ]
+        copy_rows(Session, rows)
+        copy_rows(SessionFeatures, (self._features(r) for r in rows))
+        copy_rows(Summary, (self._summary(r) for r in rows))
+
+    def _session_row(
+        self, team: Any, agent: Any, ended: datetime, external_id: str, events: int
+    ) -> dict[str, Any]:
+        started = ended - timedelta(minutes=self.rng.uniform(5, 120))
+        return {
+            "id": uuid.uuid4(),
+            "team_id": team.pk,
+            "agent_id": agent.pk,
+            "source": "claude-code",
+            "external_id": external_id,
+            "channel": "cli",
+            "cwd": agent.project,
+            "project": agent.project,
+            "status": "ended",
+            "started_at": started,
+            "ended_at": ended,
+            "first_event_at": started,
+            "last_event_at": ended,
+            "end_reason": "prompt_input_exit",
+            "has_start": True,
+            "event_count": events,
+            "tool_use_count": events,
+        }
 
     def post(self, path: str, body: Any) -> Any:
         response = self.api.post(path, json.dumps(body), content_type="application/json")
@@ -184,30 +242,9 @@ class World:
             ours = team.pk == self.team.pk and i % (TEAMS * AGENTS_PER_TEAM) < TEAMS
             agent = self.agent if ours else self.rng.choice(self.agents[team.pk])
             ended = self.now - timedelta(seconds=self.rng.uniform(3600, 90 * 86400))
-            started = ended - timedelta(minutes=self.rng.uniform(5, 120))
             self.serial += 1
-            rows.append(
-                {
-                    "id": uuid.uuid4(),
-                    "team_id": team.pk,
-                    "agent_id": agent.pk,
-                    "source": "claude-code",
-                    "external_id": f"scale-{self.serial:08d}",
-                    "channel": "cli",
-                    "cwd": agent.project,
-                    "project": agent.project,
-                    "status": "ended",
-                    "started_at": started,
-                    "ended_at": ended,
-                    "first_event_at": started,
-                    "last_event_at": ended,
-                    "end_reason": "prompt_input_exit",
-                    "has_start": True,
-                    "event_count": per_session,
-                    "tool_use_count": per_session,
-                    "_ours": ours,
-                }
-            )
+            row = self._session_row(team, agent, ended, f"scale-{self.serial:08d}", per_session)
+            rows.append({**row, "_ours": ours})
         copy_rows(Session, ({k: v for k, v in r.items() if k != "_ours"} for r in rows))
         ours = [r for r in rows if r["_ours"]]
         copy_rows(SessionFeatures, (self._features(r) for r in ours))
@@ -316,8 +353,18 @@ class Measure:
         def new(i: int) -> str:
             return f"scale-new-{self.level}-{i}"
 
+        def busy(i: int) -> None:
+            w.post("/api/v1/continuity", {"source": "claude-code", "session_id": busy_new(i)})
+
+        def busy_new(i: int) -> str:
+            return f"scale-busy-new-{self.level}-{i}"
+
         for i in [-3, -2, -1, *range(self.runs), 10_000_000 + self.level]:
             w.post("/api/v1/hooks/claude-code", hook(new(i), "SessionStart", source="startup"))
+            w.post(
+                "/api/v1/hooks/claude-code",
+                hook(busy_new(i), "SessionStart", source="startup", cwd=BUSY_PROJECT),
+            )
 
         def page(url: str) -> Callable[[int], None]:
             def get(_: int) -> None:
@@ -334,6 +381,7 @@ class Measure:
             ("session list", page("/sessions/")),
             ("session page", page(f"/sessions/{w.detail}/")),
             ("continuity", continuity),
+            ("continuity, 200 candidates at every size", busy),
         ):
             figures[name] = timed(fn, self.runs)
             self.capture(name, fn)
