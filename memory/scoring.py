@@ -16,7 +16,7 @@ from django.db import connection
 from django.db.models import BigIntegerField, F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Cast
 
-from lifecycle.ingest.statements import server_bound_cursor
+from lifecycle.ingest.statements import Compiled
 from lifecycle.models import Session, SessionStatus, foreground_q
 
 from . import features as feature_lib
@@ -330,32 +330,29 @@ _SINCE = datetime(1971, 2, 3, 4, 5, 6, 789, tzinfo=UTC)
 
 
 @functools.cache
-def _candidates_statement(limit: int) -> tuple[str, tuple[Any, ...]]:
-    """PostgreSQL: the candidates' query compiled once per process, and its parameters with
-    the stand-ins where each request's agent, excluded session and window start go.
+def _candidates_compiled(limit: int) -> Compiled:
+    """PostgreSQL: the candidates' query compiled once per process (and prepared once per
+    connection) for each request's agent, excluded session and window start.
 
     Compiling the queryset (a dozen columns across three tables) cost about as much CPU as
-    running it; the statement is then prepared once per connection as well. The ORM's
-    values list gives each column as the query returns it on PostgreSQL, so the rows are
-    the same either way (a test compares them).
+    running it. The ORM's values list gives each column as the query returns it on
+    PostgreSQL, so the rows are the same either way (a test compares them).
     """
-    sql, params = _candidates_queryset(_AGENT, _EXCLUDED, _SINCE, limit).query.sql_with_params()
-    found = [p for p in params if p in (_AGENT, _EXCLUDED, _SINCE)]
-    assert sorted(map(str, found)) == sorted(map(str, (_AGENT, _EXCLUDED, _SINCE))), params
-    return sql, tuple(params)
+    return Compiled(
+        lambda agent_id, exclude_pk, since: _candidates_queryset(
+            agent_id, exclude_pk, since, limit
+        ),
+        _AGENT,
+        _EXCLUDED,
+        _SINCE,
+    )
 
 
 def _candidate_rows(
     agent_id: uuid.UUID, exclude_pk: uuid.UUID, since: datetime, limit: int
 ) -> list[tuple[Any, ...]]:
-    """``_candidates_queryset``'s rows; on PostgreSQL from its statement compiled once."""
-    if connection.vendor != "postgresql":
-        return list(_candidates_queryset(agent_id, exclude_pk, since, limit))
-    sql, slots = _candidates_statement(limit)
-    values = {_AGENT: agent_id, _EXCLUDED: exclude_pk, _SINCE: since}
-    with server_bound_cursor(prepared=True) as cursor:
-        cursor.execute(sql, [values.get(slot, slot) for slot in slots])
-        return cursor.fetchall()
+    """``_candidates_queryset``'s rows."""
+    return _candidates_compiled(limit).rows(agent_id, exclude_pk, since)
 
 
 def candidates_with_summaries(

@@ -1,10 +1,12 @@
-"""The hand-built statements of continuity's answer (PostgreSQL), each one round trip.
+"""The hand-built and compiled-once statements of continuity's answer.
 
 A continuity answer writes its record, the record's sources and each source's
 ``continued_by``: three statements through the ORM, each compiled anew, with the record's
-candidates (some 27 KB of JSON for 200 of them) encoded by the standard library. Here they
-are one prepared statement whose JSON columns orjson encodes. Other databases (SQLite in
-embedded mode) keep the ORM's statements; a test holds both to the same rows.
+candidates (some 27 KB of JSON for 200 of them) encoded by the standard library. On
+PostgreSQL they are one prepared statement whose JSON columns orjson encodes; other
+databases (SQLite in embedded mode) keep the ORM's statements. The row locks and the
+first-record read are querysets compiled once per process (``Compiled``). A test holds
+each to what the ORM writes or returns.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from django.db import connection
 from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
 
-from lifecycle.ingest.statements import column_of, server_bound_cursor
+from lifecycle.ingest.statements import Compiled, column_of, server_bound_cursor
 from lifecycle.models import Session
 
 from .models import ContinuityRecord
@@ -90,46 +92,37 @@ def record_insert(record: ContinuityRecord, sources: Sequence[uuid.UUID]) -> Non
     record._state.db = connection.alias
 
 
+# Stand-ins for the values of one call, found again among the compiled parameters.
+_ROW = uuid.UUID("00000000-0000-4000-8000-0000000010c4")
+_STAGE = "\x00stage"
+
+
 @functools.cache
-def _lock_sql(model: type[Model]) -> str:
-    quote = connection.ops.quote_name
-    pk = column_of(model._meta.pk)
-    table = quote(model._meta.db_table)
-    return f"SELECT {quote(pk)} FROM {table} WHERE {quote(pk)} = %s FOR UPDATE"  # noqa: S608 - constants only
+def _row_lock(model: type[Model]) -> Compiled:
+    return Compiled(
+        lambda pk: model._default_manager.select_for_update().filter(pk=pk).values_list("pk"),
+        _ROW,
+    )
 
 
-def row_lock(model: type[Model], pk: Any) -> None:
-    """Lock one row by its id until the transaction ends (``SELECT ... FOR UPDATE``): on
-    PostgreSQL a statement prepared once per connection, elsewhere the ORM's (which
-    SQLite, locking the whole database for a write, runs without the clause)."""
-    if connection.vendor != "postgresql":
-        model._default_manager.select_for_update().filter(pk=pk).values_list("pk").first()
-        return
-    with server_bound_cursor(prepared=True) as cursor:
-        cursor.execute(_lock_sql(model), [pk])
+def row_lock(model: type[Model], pk: uuid.UUID) -> None:
+    """Lock one row by its id until the transaction ends (``SELECT ... FOR UPDATE``), the
+    statement compiled once (SQLite, locking the whole database for a write, runs it
+    without the clause)."""
+    _row_lock(model).rows(pk)
+
+
+_AUTOMATIC_RECORD = Compiled(
+    lambda session_pk, stage: ContinuityRecord.objects.filter(
+        session_id=session_pk, trigger=ContinuityRecord.Trigger.AUTOMATIC, stage=stage
+    ).order_by("created_at", "id")[:1],
+    _ROW,
+    _STAGE,
+)
 
 
 def automatic_record(session_pk: uuid.UUID, stage: str) -> ContinuityRecord | None:
     """The first automatic record of a session at a stage, or None (most often: a session
-    asks once). On PostgreSQL a raw read, without compiling a queryset each time."""
-    if connection.vendor != "postgresql":
-        return (
-            ContinuityRecord.objects.filter(
-                session_id=session_pk, trigger=ContinuityRecord.Trigger.AUTOMATIC, stage=stage
-            )
-            .order_by("created_at")
-            .first()
-        )
-    found = ContinuityRecord.objects.raw(
-        _automatic_sql(), [session_pk, ContinuityRecord.Trigger.AUTOMATIC.value, stage]
-    )
-    return next(iter(found), None)
-
-
-@functools.cache
-def _automatic_sql() -> str:
-    quote = connection.ops.quote_name
-    return (
-        f"SELECT * FROM {quote(ContinuityRecord._meta.db_table)} "  # noqa: S608 - constants only
-        "WHERE session_id = %s AND trigger = %s AND stage = %s ORDER BY created_at, id LIMIT 1"
-    )
+    asks once)."""
+    found = _AUTOMATIC_RECORD.instances(session_pk, stage)
+    return found[0] if found else None

@@ -82,7 +82,7 @@ def column_of(field: Field) -> str:
 
 @functools.cache
 def _session_attnames() -> list[str]:
-    return [f.attname for f in Session._meta.concrete_fields]
+    return _attnames(Session)
 
 
 @functools.cache
@@ -397,18 +397,23 @@ class Compiled:
         self.stand_ins = stand_ins
 
     @functools.cached_property
-    def statement(self) -> tuple[str, tuple[Any, ...]]:
-        sql, params = self.build(*self.stand_ins).query.sql_with_params()
+    def statement(self) -> tuple[str, tuple[Any, ...], type[Model]]:
+        """The SQL, its parameters with the stand-ins in place, and the queryset's model."""
+        query = self.build(*self.stand_ins)
+        sql, params = query.query.sql_with_params()
         for stand_in in self.stand_ins:
-            assert sum(1 for p in params if p == stand_in) >= 1, (stand_in, params)
-        return sql, tuple(params)
+            assert any(p == stand_in for p in params), (stand_in, params)
+        return sql, tuple(params), query.model
 
     def rows(self, *values: Any) -> list[tuple[Any, ...]]:
         """The statement's rows for these values (in the stand-ins' order), as the database
-        gives them (no converters applied); elsewhere than PostgreSQL, the queryset's."""
+        gives them (no converters applied); elsewhere than PostgreSQL, the queryset's (a
+        queryset of model instances as its values list)."""
         if connection.vendor != "postgresql":
-            return [tuple(row) for row in self.build(*values).values_list()]
-        sql, params = self.statement
+            query = self.build(*values)
+            listed = query if query._fields else query.values_list()  # type: ignore[attr-defined]
+            return [tuple(row) for row in listed]
+        sql, params, _ = self.statement
         bound = dict(zip(self.stand_ins, values, strict=True))
         with server_bound_cursor(prepared=True) as cursor:
             cursor.execute(sql, [bound.get(p, p) for p in params])
@@ -419,5 +424,5 @@ class Compiled:
         one model, nothing selected alongside)."""
         if connection.vendor != "postgresql":
             return list(self.build(*values))
-        model = self.build(*self.stand_ins).model
+        model = self.statement[2]
         return [model_from_row(model, row) for row in self.rows(*values)]
