@@ -300,20 +300,30 @@ def versions(pg_dsn: str, redis_url: str) -> dict[str, str]:
 
 def ensure_wrk() -> str | None:
     """The wrk binary, installed from Debian when missing (the harness runs as root)."""
-    found = shutil.which("wrk")
+    return _ensure_binary("wrk", "wrk")
+
+
+def ensure_nginx() -> str | None:
+    """The nginx binary (the front production runs before gunicorn), installed from Debian
+    when missing."""
+    return _ensure_binary("nginx", "nginx", "/usr/sbin/nginx")
+
+
+def _ensure_binary(name: str, package: str, *places: str) -> str | None:
+    found = shutil.which(name) or next((p for p in places if Path(p).exists()), None)
     if found:
         return found
     if os.geteuid() != 0 or not shutil.which("apt-get"):
-        log("wrk is not installed and cannot be installed here (needs root and apt-get)")
+        log(f"{name} is not installed and cannot be installed here (needs root and apt-get)")
         return None
-    log("installing wrk: apt-get update && apt-get install -y wrk")
+    log(f"installing {name}: apt-get update && apt-get install -y {package}")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", "wrk"]):
+    for cmd in (["apt-get", "update"], ["apt-get", "install", "-y", package]):
         result = subprocess.run(cmd, env=env, capture_output=True, text=True)
         if result.returncode != 0:
             log(f"{' '.join(cmd)} failed:\n{result.stderr[-2000:]}")
             return None
-    return shutil.which("wrk")
+    return shutil.which(name) or next((p for p in places if Path(p).exists()), None)
 
 
 def _port_open(port: int) -> bool:
@@ -426,7 +436,8 @@ class WrkResult:
 
 def cpu_seconds() -> dict[str, float]:
     """CPU seconds (user and system) used so far by each kind of process on this machine:
-    ``web`` (gunicorn or granian), ``worker`` (Celery), ``postgres``, ``redis``, ``wrk``,
+    ``web`` (gunicorn or granian), ``front`` (nginx), ``worker`` (Celery), ``postgres``,
+    ``redis``, ``wrk``,
     ``peer`` (the claude-mem worker: bun or node), ``other``. Processes that ended in
     between are not counted: read it around a load while the servers run."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -448,6 +459,8 @@ def cpu_seconds() -> dict[str, float]:
             kind = "web"
         elif "celery" in command:
             kind = "worker"
+        elif name == "nginx":
+            kind = "front"
         elif name.startswith("redis"):
             kind = "redis"
         elif name == "wrk":
@@ -468,7 +481,7 @@ def cpu_per_request(
         return {}
     return {
         kind: round((after.get(kind, 0.0) - before.get(kind, 0.0)) * 1000 / requests, 3)
-        for kind in ("web", "postgres", "worker", "redis", "peer", "wrk")
+        for kind in ("front", "web", "postgres", "worker", "redis", "peer", "wrk")
         if after.get(kind, 0.0) > before.get(kind, 0.0)
     }
 

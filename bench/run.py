@@ -138,6 +138,13 @@ def parse_args() -> argparse.Namespace:
         help="the application server (default gunicorn)",
     )
     parser.add_argument(
+        "--front",
+        choices=("nginx", "none"),
+        default="nginx",
+        help="what the load reaches first: nginx with deploy/nginx.conf before the application "
+        "server, as docker-compose runs it (default), or the application server itself",
+    )
+    parser.add_argument(
         "--celery-concurrency", type=int, default=1, help="Celery worker processes (default 1)"
     )
     parser.add_argument("--rounds", type=int, help="saturation rounds (default 3, --quick 1)")
@@ -196,6 +203,7 @@ class Bench:
         self.peer_group: common.Group | None = None
         self.web: common.Group | None = None
         self.worker: common.Group | None = None
+        self.nginx: Any = None  # stack.Nginx when --front nginx
         self.continuity_agent = ""
         self.mp = multiprocessing.get_context("spawn")
         self.worker_class = "gthread" if args.threads > 1 else "sync"
@@ -236,6 +244,8 @@ class Bench:
     def setup(self) -> None:
         if not common.ensure_wrk():
             raise SystemExit("wrk is needed: apt-get install -y wrk")
+        if self.args.front == "nginx" and not common.ensure_nginx():
+            raise SystemExit("nginx is needed for --front nginx: apt-get install -y nginx")
         common.ensure_services()
         self.results["versions"] = common.versions(f"{PG}/postgres", REDIS_URL)
         log(f"database {DB_NAME}: recreated empty; Redis db 13 flushed; logs in {self.workdir}")
@@ -312,9 +322,20 @@ class Bench:
             env=self.env,
         )
         common.wait_http(f"{self.base}/healthz", timeout=60, group=web)
+        front = ""
+        if self.args.front == "nginx":
+            # deploy/nginx.conf with only its deployment lines changed, as the reliability
+            # tests run it; every load below goes through it.
+            from stack import Nginx
+
+            self.nginx = Nginx(self.port, self.workdir / "nginx.log")
+            self.nginx.start()
+            self.base = self.nginx.url
+            common.wait_http(f"{self.base}/healthz", timeout=30, group=web)
+            front = "nginx (deploy/nginx.conf) before "
         log(
-            f"SessionHub up at {self.base}: gunicorn {self.args.workers} {self.worker_class} "
-            f"workers, Celery worker -c {self.args.celery_concurrency}, beat"
+            f"SessionHub up at {self.base}: {front}gunicorn {self.args.workers} "
+            f"{self.worker_class} workers, Celery worker -c {self.args.celery_concurrency}, beat"
         )
 
     def manage(self, *args: str) -> str:
@@ -844,6 +865,7 @@ class Bench:
             "worker_class": self.worker_class,
             "threads": self.args.threads,
             "celery_concurrency": self.args.celery_concurrency,
+            "front": self.args.front,
         }
         signal.signal(signal.SIGTERM, _stop_on_signal)
         signal.signal(signal.SIGHUP, _stop_on_signal)
@@ -871,6 +893,8 @@ class Bench:
             traceback.print_exc()
         finally:
             self.stop_peer()
+            if self.nginx is not None:
+                self.nginx.close()
             self.procs.stop_all()
             log("every process the benchmark started is stopped")
         self.results["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -927,7 +951,8 @@ def render(r: dict[str, Any]) -> str:
         f"{v.get('djangorestframework', '?')}, PostgreSQL {v.get('postgresql', '?')}, Redis "
         f"{v.get('redis', '?')}, gunicorn {v.get('gunicorn', '?')}, Celery {v.get('celery', '?')}, "
         f"psycopg {v.get('psycopg', '?')}, wrk {v.get('wrk', '?')}; commit {v.get('commit', '?')}",
-        f"server: gunicorn {gunicorn}, Celery worker -c {s.get('celery_concurrency')} and beat, "
+        f"server: {'nginx before ' if s.get('front') == 'nginx' else ''}gunicorn {gunicorn}, "
+        f"Celery worker -c {s.get('celery_concurrency')} and beat, "
         "PostgreSQL and Redis on the same machine",
         f"load average (1 min) of the machine before the run {r.get('load_before', 0):.2f}, "
         f"after {r.get('load_after', 0):.2f} (other work on the machine skews the figures)",
