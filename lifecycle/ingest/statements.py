@@ -81,11 +81,6 @@ def column_of(field: Field) -> str:
 
 
 @functools.cache
-def _session_attnames() -> list[str]:
-    return _attnames(Session)
-
-
-@functools.cache
 def _session_update(vendor: str) -> tuple[str, list[Any]]:
     """``session_write``'s statement and the fields it sets, built once per process."""
     fields = concrete_fields(Session, _SESSION_WRITABLE)
@@ -336,28 +331,18 @@ def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         rows = cursor.fetchall()
-    converters = _session_converters(connection.vendor)
     found: dict[tuple[str, str], Session] = {}
     for row in rows:
-        values = list(row)
-        for index, functions, column in converters:
-            for convert in functions:
-                values[index] = convert(values[index], column, connection)
-        session = Session.from_db(connection.alias, _session_attnames(), values)
+        session = model_from_row(Session, row)
         found[(session.source, session.external_id)] = session
     return found
-
-
-def _session_converters(vendor: str) -> list[tuple[int, list[Any], Any]]:
-    """What turns a raw session row into field values on this database, as the ORM would
-    apply it: nothing on PostgreSQL, text to times and ids on SQLite."""
-    return model_converters(Session, vendor)
 
 
 @functools.cache
 def model_converters(model: type[Model], vendor: str) -> list[tuple[int, list[Any], Any]]:
     """What turns a raw row of ``model``'s concrete fields (in their order) into field
-    values on this database, as the ORM would apply it (JSON decoded, say)."""
+    values on this database, as the ORM would apply it (nothing for a session on
+    PostgreSQL; text to times and ids on SQLite; JSON decoded)."""
     table = model._meta.db_table
     converters = []
     for index, field in enumerate(model._meta.concrete_fields):
