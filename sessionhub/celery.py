@@ -31,6 +31,36 @@ def lower_priority(**_: Any) -> None:
     if wanted > current:
         os.nice(wanted - current)
         logger.info("worker priority lowered to nice %s", wanted)
+    _autogroup_lower(wanted)
+
+
+AUTOGROUP = "/proc/self/autogroup"
+
+
+def _autogroup_lower(wanted: int, path: str = AUTOGROUP) -> bool:
+    """Lower the worker's scheduling group too, where it leads a session of its own.
+
+    With Linux's autogroup scheduling (on by default on desktop and most server kernels),
+    the kernel shares the cores out between sessions first and applies nice values only
+    within a session. A worker started in its own session (by systemd, ``setsid``, a
+    supervisor or a container) would keep an equal share beside gunicorn whatever its nice
+    value; the group's own nice value is what lowers it. A worker in a session it does not
+    lead (started from a terminal beside other programs) leaves the group alone, since
+    lowering it would lower everything else in that session.
+    """
+    if os.getsid(0) != os.getpid():
+        return False
+    try:
+        with open(path) as handle:
+            current = int(handle.read().rsplit("nice", 1)[1])
+        if current >= wanted:
+            return False
+        with open(path, "w") as handle:
+            handle.write(str(wanted))
+    except (OSError, ValueError, IndexError):
+        return False  # no autogroup on this kernel, or not allowed: the nice value stands
+    logger.info("worker scheduling group lowered to nice %s", wanted)
+    return True
 
 
 @task_prerun.connect

@@ -12,6 +12,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 from urllib.parse import urlsplit, urlunsplit
 
 import kombu.pools
@@ -257,6 +258,55 @@ def test_the_worker_runs_at_a_lower_priority_than_the_web_processes() -> None:
         assert done.returncode == 0, done.stderr
         before, after = map(int, done.stdout.split())
         assert after == max(before, int(wanted)), done.stdout
+
+
+_AUTOGROUP_PROBE = (
+    "import os, django; django.setup(); "
+    "from celery.signals import worker_init; import sessionhub.celery; "
+    "worker_init.send(sender=None); print(open('/proc/self/autogroup').read().split()[-1])"
+)
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/autogroup"), reason="the kernel has no autogroup scheduling"
+)
+@pytest.mark.parametrize("own_session", [True, False])
+def test_a_worker_in_a_session_of_its_own_lowers_its_scheduling_group(own_session: bool) -> None:
+    """Under autogroup scheduling the kernel shares the cores between sessions before nice
+    values count, so a worker started in its own session (as a service manager or a
+    container starts it) lowers its group as well; one started inside another session
+    (a terminal's) leaves that group alone."""
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "sessionhub.settings", "DEBUG": "1"}
+    env["SESSIONHUB_WORKER_NICE"] = "12"
+    done = subprocess.run(
+        [sys.executable, "-c", _AUTOGROUP_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        start_new_session=own_session,
+    )
+    assert done.returncode == 0, done.stderr
+    with open("/proc/self/autogroup") as handle:
+        ours = handle.read().split()[-1]
+    assert done.stdout.split()[-1] == ("12" if own_session else ours)
+
+
+def test_no_autogroup_leaves_the_nice_value_to_do_the_work(tmp_path: Any) -> None:
+    """A kernel without autogroup (or a file that cannot be written) is no error."""
+    from sessionhub.celery import _autogroup_lower
+
+    with mock.patch("os.getsid", return_value=os.getpid()):
+        assert _autogroup_lower(10, path=str(tmp_path / "missing")) is False
+        unreadable = tmp_path / "garbled"
+        unreadable.write_text("no nice here\n")
+        assert _autogroup_lower(10, path=str(unreadable)) is False
+        lowered = tmp_path / "autogroup"
+        lowered.write_text("/autogroup-7 nice 0\n")
+        assert _autogroup_lower(10, path=str(lowered)) is True
+        assert lowered.read_text() == "10"
+        lowered.write_text("/autogroup-7 nice 15\n")
+        assert _autogroup_lower(10, path=str(lowered)) is False  # never raised back
 
 
 @pytest.mark.django_db(transaction=True)
