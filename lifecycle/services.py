@@ -21,13 +21,13 @@ from django.db import transaction
 from django.utils import timezone
 
 from sessionhub.models import ApiToken, Team
-from sessionhub.text.redaction import redact_key, redact_text, redact_value
+from sessionhub.text.redaction import redact_key, redact_text, redact_value, unchanged
 
 from .adapters import EventInvalid, NormalizedEvent
 from .adapters import canonical as canonical_adapter
 from .adapters import claude_code as claude_code_adapter
 from .adapters import openclaw as openclaw_adapter
-from .adapters.base import as_key, trim_strings
+from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
 from .ingest.outbox import outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
@@ -175,6 +175,19 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     and the session's fields, so each such string is redacted once.
     """
     memo: dict[str, str] = {}
+    # The usual event holds no secret and no string past the limit: one scan over all its
+    # strings finds that, and the event is stored as the adapter made it.
+    if unchanged(
+        event.payload,
+        event.facts,
+        event.agent_name,
+        event.channel,
+        event.cwd,
+        event.project,
+        memo=memo,
+        longest=MAX_STORED_STRING,
+    ):
+        return event
     changes: dict[str, Any] = {}
     for name in ("payload", "facts"):
         value = getattr(event, name)

@@ -1004,6 +1004,73 @@ def test_property_redact_value_shape_and_idempotency(value: object) -> None:
     assert redact_value(out) == out
 
 
+def _has_tuple(value: object) -> bool:
+    if isinstance(value, tuple):
+        return True
+    if isinstance(value, dict):
+        return any(_has_tuple(item) for item in value.values())
+    if isinstance(value, list):
+        return any(_has_tuple(item) for item in value)
+    return False
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(json_values, min_size=1, max_size=4))
+def test_property_unchanged_answers_as_redact_value_does(values: list[object]) -> None:
+    """The one-scan check says yes exactly when redacting every value changes nothing."""
+    memo: dict[str, str] = {}
+    expected = all(redact_value(value) == value for value in values)
+    assert redaction.unchanged(*values, memo=memo) is expected
+    for text, result in memo.items():
+        assert result == redact_text(text)
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        # The channel "cli" is a clean anchor; a token after it must still be found.
+        (("cli", {"a": "plain", "b": ["x", f"see {GHP}"]}), False),
+        ((f"{GHP}", "cli"), False),
+        (("cli", {"a": "plain"}, "/home/dev/src"), True),
+        # Slack tokens start with the gate's separate literal.
+        (({"out": "padding xxxxxxxx"}, {"note": f"token {XOXP}"}), False),
+        (({"out": "xoxo and hugs"},), True),
+        # A secret-named key's value goes whole; an empty one stays.
+        (({"nested": {"password": "hunter2"}},), False),
+        (({"nested": {"password": ""}},), True),
+        (({"nested": {"password": "[REDACTED:password]"}},), True),
+        # A key holding a secret is stored keyed.
+        (({f"k {GHP}": 1},), False),
+        # Tuples become lists.
+        (({"a": ("x",)},), False),
+        ((("x",),), False),
+        # Anything that is no string or container is left as it is.
+        (({"n": 1, "f": 1.5, "b": True, "z": None},), True),
+        ((), True),
+    ],
+)
+def test_unchanged_cases(values: tuple[object, ...], expected: bool) -> None:
+    assert redaction.unchanged(*values) is expected
+    assert all(redact_value(v) == v and not _has_tuple(v) for v in values) is expected
+
+
+def test_unchanged_with_longest_asks_for_no_longer_string() -> None:
+    payload = {"out": "y" * 50, "list": ["z" * 10]}
+    assert redaction.unchanged(payload, longest=50) is True
+    assert redaction.unchanged(payload, longest=49) is False
+    assert redaction.unchanged(payload) is True
+
+
+def test_unchanged_finds_a_secret_at_any_position_among_many_strings() -> None:
+    """Strings joined for one scan: each position must map back to its own string."""
+    strings = [f"clean {i} cli" for i in range(40)]
+    for position in range(len(strings)):
+        values = list(strings)
+        values[position] = f"{values[position]} {GHP}"
+        assert redaction.unchanged({"items": values}) is False
+    assert redaction.unchanged({"items": strings}) is True
+
+
 # ---------------------------------------------------------------------------------------
 # Speed guards
 # ---------------------------------------------------------------------------------------

@@ -27,10 +27,11 @@ Pure Python and no Django: importable from workers, scripts and benchmarks alike
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import hmac
+import itertools
 import re
-from collections.abc import Iterable
 
 from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
 from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
@@ -45,6 +46,7 @@ __all__ = [
     "redact_text",
     "redact_value",
     "set_identity_key",
+    "unchanged",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -260,23 +262,86 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
 def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
     """Whether ``redact_value`` would return a structure equal to ``value`` (tuples,
     which it turns into lists, count as changes)."""
-    stack: list[object] = [value]
+    return unchanged(value, memo=memo)
+
+
+_NO_KIND = object()
+
+
+def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int = 0) -> bool:
+    """Whether ``redact_value`` would give every one of ``values`` back as it is: no
+    secret in any string, no key that holds or names one (with a value), no tuple.
+
+    The usual answer is yes, and this finds it with one prefilter scan: the strings are
+    joined with NULs, which no anchor holds, so the joined text has an anchor exactly
+    where one of its strings has one. Only the strings around an anchor are then redacted
+    one by one (short ones such as the channel ``cli`` are mostly in the clean cache).
+    ``memo``, when given, receives the strings checked one by one, as ``redact_shared``
+    would. ``longest``, when given, also asks that no string be longer: a caller that
+    trims long strings then knows there is nothing to trim either.
+    """
+    strings: list[str] = []
+    add = strings.append
+    stack: list[object] = list(values)
+    pop = stack.pop
+    kinds = _key_kinds
+    clean_keys = _clean_keys
     while stack:
-        source = stack.pop()
-        if isinstance(source, dict):
-            pairs: Iterable[tuple[object, object]] = source.items()
-        elif isinstance(source, list):
-            pairs = ((None, x) for x in source)
-        else:
-            return False  # a tuple
-        for key, item in pairs:
-            if isinstance(key, str) and redact_key(key) is not key:
-                return False
-            if isinstance(item, str):
-                if _redacted_item(key, item, memo) != item:
+        source = pop()
+        kind_of = type(source)
+        if kind_of is str:
+            add(source)  # type: ignore[arg-type]
+        elif kind_of is dict:
+            for key, item in source.items():  # type: ignore[attr-defined]
+                if type(key) is not str:
+                    return False  # redact_value keeps it; not JSON, so look no closer
+                if key not in clean_keys and redact_key(key) is not key:
                     return False
-            elif isinstance(item, (dict, list, tuple)):
-                stack.append(item)
+                item_type = type(item)
+                if item_type is str:
+                    if item:
+                        key_kind = kinds.get(key, _NO_KIND)
+                        if key_kind is _NO_KIND:
+                            key_kind = _secret_key_kind(key)
+                        if key_kind is not None and not _is_marker(item):
+                            return False  # a secret-named key's value goes whole
+                    add(item)
+                elif item_type is dict or item_type is list:
+                    stack.append(item)
+                elif item_type is tuple:
+                    return False
+        elif kind_of is list:
+            for item in source:  # type: ignore[attr-defined]
+                item_type = type(item)
+                if item_type is str:
+                    add(item)
+                elif item_type is dict or item_type is list:
+                    stack.append(item)
+                elif item_type is tuple:
+                    return False
+        elif kind_of is tuple:
+            return False
+    if not strings:
+        return True
+    if longest and max(map(len, strings)) > longest:
+        return False
+    joined = "\x00".join(strings)
+    hit = _gate_search(joined)
+    if hit is not None:
+        ends = list(itertools.accumulate(len(text) + 1 for text in strings))
+        while hit is not None:
+            index = bisect.bisect_right(ends, hit.start())
+            text = strings[index]
+            result = redact_text(text) if memo is None else redact_shared(text, memo)
+            if result != text:
+                return False
+            hit = _gate_search(joined, ends[index])
+    if _GATE_LITERAL in joined:
+        for text in strings:
+            if _GATE_LITERAL in text:
+                result = redact_text(text) if memo is None else redact_shared(text, memo)
+                if result != text:
+                    return False
     return True
 
 
