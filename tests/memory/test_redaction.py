@@ -1054,6 +1054,19 @@ def test_unchanged_cases(values: tuple[object, ...], expected: bool) -> None:
     assert all(redact_value(v) == v and not _has_tuple(v) for v in values) is expected
 
 
+def test_unchanged_with_strings_that_hold_nuls_looks_at_each_whole() -> None:
+    """NULs join the strings for the scan; a string holding one is still seen whole (a
+    secret-named assignment cut at its NUL would read differently)."""
+    for values in (
+        ("cli\x00", {"a": f"x\x00{GHP}"}),
+        ({"a": "key\x00"}, f"password = hunter2\x00{GHP}"),
+        ("\x00", "\x00\x00", f"{GHP}\x00"),
+    ):
+        assert redaction.unchanged(*values) is False
+        assert any(redact_value(v) != v for v in values)
+    assert redaction.unchanged("cli\x00", {"a": "plain\x00text"}) is True
+
+
 def test_unchanged_with_longest_asks_for_no_longer_string() -> None:
     payload = {"out": "y" * 50, "list": ["z" * 10]}
     assert redaction.unchanged(payload, longest=50) is True
