@@ -312,7 +312,10 @@ SESSIONHUB = {
     "OUTBOX_GRACE": timedelta(seconds=env.int("SESSIONHUB_OUTBOX_GRACE_SECONDS", default=60)),
     # The Celery worker's scheduling priority (nice value, 0-19): where it shares cores
     # with the web processes, ingestion goes first and memory work takes what is left.
-    "WORKER_NICE": env.int("SESSIONHUB_WORKER_NICE", default=10),
+    # 5 gives the worker about a third of a web process's share under contention; 10 (a
+    # tenth) made summaries wait 1-3 s at p95 under 300 hook requests a second, for no
+    # clear gain in the hooks' tail (docs/benchmarks.md).
+    "WORKER_NICE": env.int("SESSIONHUB_WORKER_NICE", default=5),
     # Embedded mode (no broker, so no beat): sweeps run from the ingest path this often.
     "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
