@@ -30,6 +30,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
+from collections.abc import Iterable
 
 from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
 from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
@@ -263,9 +264,6 @@ def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
     return unchanged(value, memo=memo)
 
 
-_NO_KIND = object()
-
-
 def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int = 0) -> bool:
     """Whether ``redact_value`` would give every one of ``values`` back as it is: no
     secret in any string, no key that holds or names one (with a value), no tuple.
@@ -279,75 +277,59 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
     trims long strings then knows there is nothing to trim either.
     """
     strings: list[str] = []
-    add = strings.append
     stack: list[object] = list(values)
-    pop = stack.pop
-    kinds = _key_kinds
-    clean_keys = _clean_keys
     while stack:
-        source = pop()
+        source = stack.pop()
         kind_of = type(source)
+        items: Iterable[object]
         if kind_of is str:
-            add(source)  # type: ignore[arg-type]
-        elif kind_of is dict:
+            strings.append(source)  # type: ignore[arg-type]
+            continue
+        if kind_of is dict:
             for key, item in source.items():  # type: ignore[attr-defined]
                 if type(key) is not str:
                     return False  # redact_value keeps it; not JSON, so look no closer
-                if key not in clean_keys and redact_key(key) is not key:
+                if key not in _clean_keys and redact_key(key) is not key:
                     return False
-                item_type = type(item)
-                if item_type is str:
-                    if item:
-                        key_kind = kinds.get(key, _NO_KIND)
-                        if key_kind is _NO_KIND:
-                            key_kind = _secret_key_kind(key)
-                        if key_kind is not None and not _is_marker(item):
-                            return False  # a secret-named key's value goes whole
-                    add(item)
-                elif item_type is dict or item_type is list:
-                    stack.append(item)
-                elif item_type is tuple:
-                    return False
+                if item and type(item) is str and _secret_key_kind(key) and not _is_marker(item):
+                    return False  # a secret-named key's value goes whole
+            items = source.values()  # type: ignore[attr-defined]
         elif kind_of is list:
-            for item in source:  # type: ignore[attr-defined]
-                item_type = type(item)
-                if item_type is str:
-                    add(item)
-                elif item_type is dict or item_type is list:
-                    stack.append(item)
-                elif item_type is tuple:
-                    return False
+            items = source  # type: ignore[assignment]
         elif kind_of is tuple:
             return False
+        else:
+            continue
+        for item in items:
+            item_type = type(item)
+            if item_type is str:
+                strings.append(item)  # type: ignore[arg-type]
+            elif item_type is dict or item_type is list or item_type is tuple:
+                stack.append(item)
     if not strings:
         return True
     if longest and max(map(len, strings)) > longest:
         return False
+
+    def same(text: str) -> bool:
+        return (redact_text(text) if memo is None else redact_shared(text, memo)) == text
+
     joined = "\x00".join(strings)
     hit = _gate_search(joined)
     if hit is not None and joined.count("\x00") != len(strings) - 1:
         # A string holds a NUL itself: the joined text no longer shows where each one
         # starts, so each is looked at on its own.
-        return all(
-            (redact_text(text) if memo is None else redact_shared(text, memo)) == text
-            for text in strings
-        )
+        return all(same(text) for text in strings)
     while hit is not None:
         # The string around the anchor, found by the separators on either side.
         start = joined.rfind("\x00", 0, hit.start()) + 1
         end = joined.find("\x00", hit.start())
-        text = joined[start:] if end < 0 else joined[start:end]
-        result = redact_text(text) if memo is None else redact_shared(text, memo)
-        if result != text:
+        if not same(joined[start:] if end < 0 else joined[start:end]):
             return False
         hit = None if end < 0 else _gate_search(joined, end + 1)
-    if _GATE_LITERAL in joined:
-        for text in strings:
-            if _GATE_LITERAL in text:
-                result = redact_text(text) if memo is None else redact_shared(text, memo)
-                if result != text:
-                    return False
-    return True
+    return _GATE_LITERAL not in joined or all(
+        same(text) for text in strings if _GATE_LITERAL in text
+    )
 
 
 def _redacted_item(key: object, item: str, memo: dict[str, str] | None) -> str:
