@@ -46,6 +46,4 @@ def _set(table: str, columns: Sequence[str], method: str) -> Any:
 def compress_with_lz4(table: str, columns: Sequence[str]) -> migrations.RunPython:
     """A migration operation: new large values of these columns are compressed with lz4
     (undone by going back to the server's default)."""
-    return migrations.RunPython(
-        _set(table, columns, "lz4"), _set(table, columns, "default"), elidable=False
-    )
+    return migrations.RunPython(_set(table, columns, "lz4"), _set(table, columns, "default"))

@@ -278,6 +278,8 @@ def test_a_worker_in_a_session_of_its_own_lowers_its_scheduling_group(own_sessio
     (a terminal's) leaves that group alone."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "sessionhub.settings", "DEBUG": "1"}
     env["SESSIONHUB_WORKER_NICE"] = "12"
+    with open("/proc/self/autogroup") as handle:
+        ours = handle.read().split()[-1]
     done = subprocess.run(
         [sys.executable, "-c", _AUTOGROUP_PROBE],
         env=env,
@@ -287,9 +289,9 @@ def test_a_worker_in_a_session_of_its_own_lowers_its_scheduling_group(own_sessio
         start_new_session=own_session,
     )
     assert done.returncode == 0, done.stderr
-    with open("/proc/self/autogroup") as handle:
-        ours = handle.read().split()[-1]
     assert done.stdout.split()[-1] == ("12" if own_session else ours)
+    with open("/proc/self/autogroup") as handle:
+        assert handle.read().split()[-1] == ours  # the test run's own group is untouched
 
 
 def test_no_autogroup_leaves_the_nice_value_to_do_the_work(tmp_path: Any) -> None:

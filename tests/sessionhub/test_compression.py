@@ -27,7 +27,8 @@ def test_a_large_payload_is_stored_lz4_compressed(api: APIClient) -> None:
     if not _lz4_offered():
         pytest.skip("PostgreSQL with lz4 only (SQLite, or a server built without lz4)")
     session_id = str(uuid.uuid4())
-    output = "".join(f"line {n}: nothing secret here\n" for n in range(200))  # ~6 KB, under the trim
+    # About 6 KB: compressed, and under the trim.
+    output = "".join(f"line {n}: nothing secret here\n" for n in range(200))
     response = api.post(
         "/api/v1/hooks/claude-code",
         {
