@@ -232,7 +232,7 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
     if not copy:
         if memo is None:
             memo = {}  # the walk's results, for the copy if one is needed after all
-        if _unchanged(value, memo):
+        if unchanged(value, memo=memo):
             return value
     # An explicit stack instead of recursion: no payload depth can exhaust the C stack.
     root: dict | list = {} if isinstance(value, dict) else []
@@ -256,12 +256,6 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
             else:
                 target.append(copied)
     return root
-
-
-def _unchanged(value: dict | list | tuple, memo: dict[str, str]) -> bool:
-    """Whether ``redact_value`` would return a structure equal to ``value`` (tuples,
-    which it turns into lists, count as changes)."""
-    return unchanged(value, memo=memo)
 
 
 def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int = 0) -> bool:
