@@ -5,7 +5,6 @@ stored once; shuffled and ending in the same state."""
 from __future__ import annotations
 
 import random
-import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -26,17 +25,6 @@ from tests.conftest import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BASE_TIME = datetime(2026, 11, 20, 18, 0, tzinfo=UTC)
-
-
-@pytest.fixture(autouse=True)
-def _no_sweep_mid_replay(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The fixtures' events are stamped days ago, and embedded mode runs the crash sweep
-    from the ingest path once a minute by the wall clock: whenever that minute fell inside
-    a test, the replayed session was closed as crashed part way (the shuffled replay of
-    the crash scenario failed so, run alone or as the full run's timing had it). These
-    tests compare what the order of events does; the sweep starts its minute afresh here
-    (test_claude_code_crash_closed_by_the_sweep runs it itself)."""
-    monkeypatch.setattr(services, "_last_housekeeping", time.time())
 
 
 def post(live_server: Any, token: str, path: str, body: Any) -> requests.Response:
