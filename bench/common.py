@@ -676,7 +676,8 @@ async def _open_loop(
 
     async def one(i: int, due: float) -> None:
         body = json.dumps(
-            post_tool_use(sids[i % len(sids)], f"toolu_{nonce}_ol_{i}", f"ls -la {i}")
+            # No underscore after the hex nonce (see hooks.lua).
+            post_tool_use(sids[i % len(sids)], f"toolu_{nonce}ol{i}", f"ls -la {i}")
         ).encode()
         lags.append(loop.time() - due)
         try:
@@ -974,7 +975,7 @@ def raw_writer_process(
             now = datetime.now(UTC)
             params: list[Any] = []
             for i in range(batch):
-                tool_use_id = f"toolu_raw_{nonce}_{writer}_{batches}_{i}"
+                tool_use_id = f"toolu_raw_{nonce}t{writer}_{batches}_{i}"
                 body = post_tool_use(session_ext[k], tool_use_id, f"ls -la {batches}_{i}")
                 params += [
                     team_id,

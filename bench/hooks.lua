@@ -35,7 +35,11 @@ function init(args)
   for i = 1, nsessions do
     sids[i] = string.format("%s-0000-4000-8000-%012d", nonce, i)
   end
-  prefix = "toolu_" .. nonce .. "_" .. tostring(thread_no or 0) .. "_"
+  -- No underscore right after the hex nonce: one ending in c or f would spell "c_" or
+  -- "hf_", the start of a token the redaction prefilter then looks at closer, and one run
+  -- in eight would do more work than the others. Claude Code's own ids have no
+  -- underscore after "toolu_" at all.
+  prefix = "toolu_" .. nonce .. "t" .. tostring(thread_no or 0) .. "_"
   -- Threads start at different sessions: run in step, they would hit the same session
   -- at the same moment and wait on its row lock, which real sessions rarely do.
   n = ((thread_no or 1) - 1) * 10
