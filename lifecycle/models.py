@@ -204,6 +204,9 @@ class Session(models.Model):
         db_persist=True,
     )
     memory_cursor = models.BigIntegerField(default=0)
+    # When a worker last brought the session's memory up to date (and cleared the mark):
+    # ingestion paces the next run of a busy session from it (MEMORY_BUSY_SECONDS).
+    memory_run_at = models.DateTimeField(null=True, blank=True)
     redaction_version = models.PositiveSmallIntegerField(default=0)
 
     created_at = models.DateTimeField(auto_now_add=True)

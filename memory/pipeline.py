@@ -358,9 +358,10 @@ def session_process(session_id: str) -> bool:
             summary_build(session, texts)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
     # Clear the outbox mark only if no event came in meanwhile (a newer mark means another
-    # run is queued and will see those events).
+    # run is queued and will see those events). The time of the run paces the next one
+    # that ingestion queues for a busy session (lifecycle.ingest.outbox.settle_delay).
     Session.objects.filter(pk=session.pk, memory_dirty_at=dirty_mark).update(
-        memory_dirty_at=None, memory_cursor=cursor
+        memory_dirty_at=None, memory_cursor=cursor, memory_run_at=timezone.now()
     )
     Session.objects.filter(pk=session.pk, memory_cursor__lt=cursor).update(memory_cursor=cursor)
     return True

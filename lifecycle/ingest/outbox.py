@@ -20,6 +20,25 @@ logger = logging.getLogger(__name__)
 # --- background work -------------------------------------------------------------------
 
 
+def settle_delay(memory_run_at: datetime | None, now: datetime) -> float:
+    """Seconds until an open session that has just turned dirty gets its memory run.
+
+    A burst of events settles for MEMORY_SETTLE_SECONDS first. A session whose memory ran
+    less than MEMORY_BUSY_SECONDS ago is a busy agent whose last run happened to find it
+    clean: its next run waits out the rest of that interval, as a run that found it still
+    dirty would have queued it. Without this every event after such a run started a new
+    short wait, and a busy session's memory ran about once a second instead of at the
+    pace MEMORY_BUSY_SECONDS sets.
+    """
+    limits = settings.SESSIONHUB
+    settle = float(limits["MEMORY_SETTLE_SECONDS"])
+    if memory_run_at is None:
+        return settle
+    busy = float(limits["MEMORY_BUSY_SECONDS"])
+    since = max(0.0, (now - memory_run_at).total_seconds())  # a worker's clock ahead
+    return max(settle, busy - since)
+
+
 def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:
     """Queue memory processing; a broker outage leaves the work to the outbox sweep.
 

@@ -34,7 +34,7 @@ from sessionhub.models import Team
 from ..adapters import NormalizedEvent
 from ..models import EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import USER_TRIGGER
-from .outbox import enqueue_session_work
+from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, DUPLICATE
 from .statements import (
     INSERT_COLUMNS,
@@ -94,16 +94,15 @@ def event_store_quiet(
         found = cursor.fetchone()
     if found is None:
         return None
-    session_id, dirty_at, inserted = found
+    session_id, dirty_at, memory_run_at, inserted = found
     if not inserted:
         return DUPLICATE, str(session_id)
     stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     if dirty_at is None or dirty_at < stale:
         # As the general path does for an open session: its memory work waits for the
-        # burst to settle. A newer mark tells a busy worker to go round again.
-        enqueue_session_work(
-            [str(session_id)], countdown=settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
-        )
+        # burst to settle, or a busy session for its pace. A newer mark tells a busy
+        # worker to go round again.
+        enqueue_session_work([str(session_id)], settle_delay(memory_run_at, received_at))
     return ACCEPTED, str(session_id)
 
 
@@ -132,7 +131,7 @@ def _statement() -> str:
 
     return f"""
         WITH s AS (
-            SELECT id, memory_dirty_at FROM {sessions}
+            SELECT id, memory_dirty_at, memory_run_at FROM {sessions}
             WHERE team_id = %(team)s AND source = %(source)s AND external_id = %(external_id)s
               AND status = '{SessionStatus.ACTIVE}'
               AND last_event_at <= %(at)s
@@ -164,5 +163,5 @@ def _statement() -> str:
             FROM e WHERE t.id = e.session_id
             RETURNING t.id
         )
-        SELECT s.id, s.memory_dirty_at, EXISTS (SELECT 1 FROM u) FROM s
+        SELECT s.id, s.memory_dirty_at, s.memory_run_at, EXISTS (SELECT 1 FROM u) FROM s
     """  # noqa: S608 - table and column names from the models, values bound

@@ -3,6 +3,7 @@ idempotency key, conflicts, the state fold, the chain, one write per table."""
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections import defaultdict
 from collections.abc import Sequence
@@ -21,7 +22,7 @@ from ..models import EventKind, Session
 from .chain import sessions_link
 from .fold import _advance, session_refold
 from .identity import _orphans_adopt, _session_of, _sessions_by_key, _sessions_resolve
-from .outbox import enqueue_session_work
+from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, CONFLICT, DUPLICATE
 from .statements import event_row, insert_events, sessions_write
 
@@ -130,11 +131,12 @@ def _fold(
     new_by_session: dict[Any, list[state.FoldEvent]],
     adopted: set[Any],
     received_at: datetime,
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], dict[str, float]]:
     """Each session takes in its new events; the sessions whose memory work is due now
-    (closed, or marked long ago) and those whose work waits for the burst to settle."""
+    (closed, or marked long ago) and those whose work waits a while (the burst to
+    settle, a busy session its pace), with the seconds each waits."""
     ending: list[str] = []
-    settling: list[str] = []
+    settling: dict[str, float] = {}
     stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
     for session_pk, new_events in new_by_session.items():
         session = written[session_pk]
@@ -154,20 +156,22 @@ def _fold(
         elif session.memory_dirty_at is None or session.memory_dirty_at < stale:
             # Newly dirty; or marked long ago and never cleared (a failed run): queue it
             # again rather than leave it to a sweep that embedded mode does not have.
-            (settling if session.is_open else ending).append(str(session_pk))
+            if session.is_open:
+                settling[str(session_pk)] = settle_delay(session.memory_run_at, received_at)
+            else:
+                ending.append(str(session_pk))
         # A newer mark tells a worker that is busy with the session to go round again.
         session.memory_dirty_at = received_at
     return ending, settling
 
 
-def _queue_after_commit(ending: list[str], settling: list[str]) -> None:
+def _queue_after_commit(ending: list[str], settling: dict[str, float]) -> None:
     if ending:
         transaction.on_commit(lambda: enqueue_session_work(ending))
-    if settling:
-        # An open session's events come in bursts (a tool call, its result, the next):
-        # waiting a moment lets one run take in the whole burst.
-        delay = settings.SESSIONHUB["MEMORY_SETTLE_SECONDS"]
-        transaction.on_commit(lambda: enqueue_session_work(settling, countdown=delay))
+    # An open session's events come in bursts (a tool call, its result, the next):
+    # waiting a moment lets one run take in the whole burst.
+    for session_pk, delay in settling.items():
+        transaction.on_commit(functools.partial(enqueue_session_work, [session_pk], delay))
 
 
 def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:
