@@ -51,10 +51,10 @@ def test_ingest_runs_the_sweep_once_a_minute(api: APIClient, monkeypatch: Any) -
     assert status("silent-too") == SessionStatus.ACTIVE
 
 
-@override_settings(REDIS_URL="redis://127.0.0.1:6379/15", CELERY_TASK_ALWAYS_EAGER=True)
 def test_with_a_broker_beat_runs_the_sweep_not_ingest(api: APIClient, monkeypatch: Any) -> None:
     start(api, "silent", hours_ago=6)
     monkeypatch.setattr(services, "_last_housekeeping", 0.0)
-    # Only the setting is read here: nothing is sent to that Redis.
-    services.embedded_housekeeping(timezone.now())
+    # Only the setting is read: nothing is sent to that Redis.
+    with override_settings(REDIS_URL="redis://127.0.0.1:6379/15", CELERY_TASK_ALWAYS_EAGER=True):
+        services.embedded_housekeeping(timezone.now())
     assert status("silent") == SessionStatus.ACTIVE
