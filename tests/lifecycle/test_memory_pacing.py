@@ -55,23 +55,28 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], float]]:
     return calls
 
 
-def hook(n: int, name: str = "PostToolUse") -> dict[str, Any]:
-    line = {
+def tool_use(n: int) -> dict[str, Any]:
+    return {
         "session_id": SESSION,
         "cwd": "/home/dev/src/pacing",
-        "hook_event_name": name,
+        "hook_event_name": "PostToolUse",
         "tool_name": "Bash",
         "tool_input": {"command": f"ls {n}"},
         "tool_response": {"stdout": "ok", "stderr": ""},
         "tool_use_id": f"toolu_pacing{n}",
     }
-    if name == "SessionStart":
-        line = {**claude_code_hooks("basic")[0], "session_id": SESSION, "source": "startup"}
-    return line
+
+
+def lifecycle_line(name: str, **fields: Any) -> dict[str, Any]:
+    """A start or end of the session, on the fixture's own SessionStart line."""
+    start = claude_code_hooks("basic")[0]
+    return {**start, "session_id": SESSION, "hook_event_name": name, **fields}
 
 
 def started(api: APIClient) -> Session:
-    response = api.post("/api/v1/hooks/claude-code", hook(0, "SessionStart"), format="json")
+    response = api.post(
+        "/api/v1/hooks/claude-code", lifecycle_line("SessionStart", source="startup"), format="json"
+    )
     assert response.status_code == 200, response.content
     return Session.objects.get(external_id=SESSION)
 
@@ -89,14 +94,14 @@ def test_a_busy_session_waits_out_its_pace(
     session = started(api)
     run_finished(session, seconds_ago=2)
     queued.clear()
-    body: Any = [hook(1), hook(2)] if batch else hook(1)
+    body: Any = [tool_use(1), tool_use(2)] if batch else tool_use(1)
     response = api.post("/api/v1/hooks/claude-code", body, format="json")
     assert response.status_code == 200, response.content
     assert [ids for ids, _ in queued] == [[str(session.pk)]]
     assert 3.5 < queued[0][1] <= 4.0  # six seconds after the run, not one after the event
 
     # Marked now: the next events queue nothing (the queued run takes them in).
-    assert api.post("/api/v1/hooks/claude-code", hook(3), format="json").status_code == 200
+    assert api.post("/api/v1/hooks/claude-code", tool_use(3), format="json").status_code == 200
     assert len(queued) == 1
 
 
@@ -107,7 +112,7 @@ def test_a_quiet_session_settles_briefly(
     session = started(api)
     run_finished(session, seconds_ago)
     queued.clear()
-    assert api.post("/api/v1/hooks/claude-code", hook(1), format="json").status_code == 200
+    assert api.post("/api/v1/hooks/claude-code", tool_use(1), format="json").status_code == 200
     assert queued == [([str(session.pk)], 1.0)]
 
 
@@ -117,7 +122,7 @@ def test_an_ending_session_is_queued_at_once(
     session = started(api)
     run_finished(session, seconds_ago=1)
     queued.clear()
-    end = {**hook(1, "SessionStart"), "hook_event_name": "SessionEnd", "reason": "other"}
+    end = lifecycle_line("SessionEnd", reason="other")
     assert api.post("/api/v1/hooks/claude-code", end, format="json").status_code == 200
     assert queued == [([str(session.pk)], 0)]
 
