@@ -635,7 +635,9 @@ class Bench:
 
     def batch(self) -> None:
         before = self.event_count()
+        cpu_before = common.cpu_seconds()
         result = self.wrk_hooks(self.plan.batch_seconds, batch=100)
+        cpu = common.cpu_per_request(cpu_before, common.cpu_seconds(), result.requests)
         stored = self.event_count() - before
         eps = stored / result.seconds
         self.results["batch"] = {
@@ -645,10 +647,14 @@ class Bench:
             "p99_ms": result.p99_ms,
             "errors": result.bad,
             "stored": stored,
+            # The worker's share is the memory work for the batch's events done meanwhile
+            # (the rest is done after the load: see the drain below).
+            "cpu_ms": cpu,
         }
         log(
             f"batch: {eps:.0f} events/s ({result.rps:.1f} requests/s of 100, p50 "
-            f"{result.p50_ms:.0f} ms), errors {result.errors or 0}"
+            f"{result.p50_ms:.0f} ms), errors {result.errors or 0}; CPU ms per request: "
+            + ", ".join(f"{kind} {ms:.2f}" for kind, ms in cpu.items())
         )
         self.drain("the batch load")
 
@@ -1045,6 +1051,9 @@ def render(r: dict[str, Any]) -> str:
         lines.append("  SessionHub: " + _cpu_text(single["cpu_ms"]))
         if peer and peer.get("cpu_ms"):
             lines.append("  claude-mem: " + _cpu_text(peer["cpu_ms"]))
+    if batch and batch.get("cpu_ms"):
+        lines.append("CPU ms per batch request of 100 (the worker's share: what it did meanwhile):")
+        lines.append("  SessionHub: " + _cpu_text(batch["cpu_ms"]))
     if r.get("continuity_spread_days"):
         lines.append(
             f"continuity seed: one agent, ended_at spread evenly over the last "
