@@ -6,9 +6,9 @@ import logging
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from lifecycle.ingest.outbox import busy_pace
 from lifecycle.models import OPEN_STATUSES, Session
 
 from . import pipeline
@@ -29,8 +29,7 @@ _RETRY: dict[str, Any] = {
 
 # A run that ends with events still waiting hands over to a fresh run: a closed
 # session's this many seconds later (its summary is wanted), an open session's after
-# SESSIONHUB["MEMORY_BUSY_SECONDS"] and a random share of it (see process_session and
-# lifecycle.ingest.outbox.busy_pace).
+# SESSIONHUB["MEMORY_BUSY_SECONDS"] (see process_session).
 REQUEUE_SECONDS = 1
 
 
@@ -52,7 +51,11 @@ def process_session(session_id: str) -> bool:
     if found and not eager:
         waiting = pipeline.session_waiting(session_id)
         if waiting is not None:
-            countdown = busy_pace() if waiting in OPEN_STATUSES else REQUEUE_SECONDS
+            countdown = (
+                settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
+                if waiting in OPEN_STATUSES
+                else REQUEUE_SECONDS
+            )
             process_session.apply_async((session_id,), countdown=countdown)
     return found
 

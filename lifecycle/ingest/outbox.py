@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import logging
-import random
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.conf import settings
@@ -21,14 +20,7 @@ logger = logging.getLogger(__name__)
 # --- background work -------------------------------------------------------------------
 
 
-# The share of MEMORY_BUSY_SECONDS by which a busy session's next run is put off at
-# random (see ``settle_delay``).
-BUSY_SPREAD = 0.5
-
-
-def settle_delay(
-    memory_run_at: datetime | None, now: datetime, *, spread: Callable[[], float] | None = None
-) -> float:
+def settle_delay(memory_run_at: datetime | None, now: datetime) -> float:
     """Seconds until an open session that has just turned dirty gets its memory run.
 
     A burst of events settles for MEMORY_SETTLE_SECONDS first. A session whose memory ran
@@ -37,15 +29,6 @@ def settle_delay(
     dirty would have queued it. Without this every event after such a run started a new
     short wait, and a busy session's memory ran about once a second instead of at the
     pace MEMORY_BUSY_SECONDS sets.
-
-    That wait also gets a random share (up to ``BUSY_SPREAD``) of the interval on top.
-    Busy sessions whose runs came together (a worker takes the twenty sessions of a
-    burst one after the other) would otherwise keep coming together: each run queues
-    the next one the same interval later, so the worker met all of them at once every
-    interval, its work and its queries in one burst beside ingestion's where an even
-    spread would do (docs/benchmarks.md). With the random share their runs drift apart
-    within a few intervals. ``spread``
-    gives a number in [0, 1) (``random.random`` unless a test fixes it).
     """
     limits = settings.SESSIONHUB
     settle = float(limits["MEMORY_SETTLE_SECONDS"])
@@ -53,18 +36,7 @@ def settle_delay(
         return settle
     busy = float(limits["MEMORY_BUSY_SECONDS"])
     since = max(0.0, (now - memory_run_at).total_seconds())  # a worker's clock ahead
-    if busy - since <= settle:
-        return settle
-    return busy_pace(spread) - since
-
-
-def busy_pace(spread: Callable[[], float] | None = None) -> float:
-    """The interval between a busy open session's memory runs: MEMORY_BUSY_SECONDS and a
-    random share of it, up to ``BUSY_SPREAD`` (see ``settle_delay``). Both ways a busy
-    session's next run is queued take it: ingestion's, after a run that found the session
-    clean, and the worker's, after a run that found new events waiting."""
-    busy = float(settings.SESSIONHUB["MEMORY_BUSY_SECONDS"])
-    return busy * (1 + BUSY_SPREAD * (spread or random.random)())
+    return max(settle, busy - since)
 
 
 def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:
