@@ -12,7 +12,9 @@ import json
 import logging
 import re
 from collections.abc import Sequence
-from datetime import date
+from dataclasses import dataclass
+from dataclasses import fields as dataclass_fields
+from datetime import date, datetime
 from typing import Any
 
 from django.conf import settings
@@ -43,6 +45,7 @@ from .models import (
     Summary,
 )
 from .selectors import latest_tail
+from .statements import rows_insert
 from .summaries import (
     LlmUnavailable,
     SummaryInput,
@@ -83,26 +86,54 @@ def digest(value: Any, limit: int = DIGEST_LIMIT) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _observations_record(session: Session, events: list[LifecycleEvent]) -> None:
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """What a run reads of each event past the session's cursor: plain values, not a
+    model instance. A busy session's run reads hundreds of tool uses, each with its
+    payload; building a ``LifecycleEvent`` of each was most of the run's time."""
+
+    id: int
+    kind: str
+    phase: str
+    source: str
+    facts: dict[str, Any]
+    payload: Any
+    occurred_at: datetime
+
+
+_NEW_EVENT_COLUMNS = tuple(f.name for f in dataclass_fields(NewEvent))
+
+
+def _new_events(session: Session) -> list[NewEvent]:
+    """The session's events past its memory cursor, in the order they were stored."""
+    rows = (
+        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor)
+        .order_by("id")
+        .values_list(*_NEW_EVENT_COLUMNS)
+    )
+    return [NewEvent(*row) for row in rows]
+
+
+def _observations_record(session: Session, events: list[NewEvent]) -> None:
     rows = []
     for event in events:
         if event.kind != EventKind.TOOL_USE or event.phase == "pre":
             continue
         tool_input, tool_output = tool_io(event.source, event.payload)
         rows.append(
-            Observation(
-                team_id=session.team_id,
-                session=session,
-                event=event,
-                tool_name=str(event.facts.get("tool_name") or "tool")[:200],
-                input_digest=redact_text(digest(tool_input)),
-                output_digest=redact_text(digest(tool_output)),
-                failed=bool(event.facts.get("failed")),
-                occurred_at=event.occurred_at,
-                redaction_version=RULES_VERSION,
-            )
+            {
+                "team_id": session.team_id,
+                "session_id": session.pk,
+                "event_id": event.id,
+                "tool_name": str(event.facts.get("tool_name") or "tool")[:200],
+                "input_digest": redact_text(digest(tool_input)),
+                "output_digest": redact_text(digest(tool_output)),
+                "failed": bool(event.facts.get("failed")),
+                "occurred_at": event.occurred_at,
+                "redaction_version": RULES_VERSION,
+            }
         )
-    Observation.objects.bulk_create(rows, ignore_conflicts=True)
+    rows_insert(Observation, rows)
 
 
 def _same_as_latest_tail(
@@ -116,7 +147,7 @@ def _same_as_latest_tail(
     )
 
 
-def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
+def _tails_record(session: Session, events: list[NewEvent]) -> None:
     max_tokens = settings.SESSIONHUB["TAIL_TOKENS"]
     rows: list[StreamTail] = []
     for event in events:
@@ -133,7 +164,7 @@ def _tails_record(session: Session, events: list[LifecycleEvent]) -> None:
             StreamTail(
                 team_id=session.team_id,
                 session=session,
-                event=event,
+                event_id=event.id,
                 text=redact_text(text),
                 final_message=redact_text(final),
                 token_count=len(text.split()),
@@ -310,7 +341,7 @@ def summary_build(session: Session, texts: dict[str, list[str]] | None = None) -
     return summary
 
 
-def _wants_summary(session: Session, new_events: list[LifecycleEvent]) -> bool:
+def _wants_summary(session: Session, new_events: list[NewEvent]) -> bool:
     if session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
         summary = Summary.objects.filter(session=session).only("events_seen").first()
         return summary is None or summary.events_seen != session.event_count
@@ -330,7 +361,7 @@ _FEATURE_KINDS = {
 }
 
 
-def _wants_features(session: Session, new_events: list[LifecycleEvent]) -> bool:
+def _wants_features(session: Session, new_events: list[NewEvent]) -> bool:
     if not new_events or session.status in (SessionStatus.ENDED, SessionStatus.CRASHED):
         return True
     return any(e.kind in _FEATURE_KINDS for e in new_events)
@@ -342,9 +373,7 @@ def session_process(session_id: str) -> bool:
     if session is None:
         return False
     dirty_mark = session.memory_dirty_at
-    new_events = list(
-        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor).order_by("id")
-    )
+    new_events = _new_events(session)
     _observations_record(session, new_events)
     _tails_record(session, new_events)
     # Features and the summary read the whole session back: they follow its turns and its

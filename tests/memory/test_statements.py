@@ -17,10 +17,10 @@ from django.utils import timezone
 
 from lifecycle.models import Agent, Session, SessionStatus
 from memory import statements
-from memory.models import ContinuityRecord, SessionFeatures
+from memory.models import ContinuityRecord, Observation, SessionFeatures
 from memory.scoring import _candidate_rows, _candidates_queryset
 from sessionhub.models import Team
-from tests.factories import AgentFactory, SessionFactory, SummaryFactory
+from tests.factories import AgentFactory, EventFactory, SessionFactory, SummaryFactory
 
 postgres_only = pytest.mark.skipif(
     "connection.vendor != 'postgresql'", reason="the statements run on PostgreSQL only"
@@ -262,3 +262,88 @@ def test_the_pins_read_returns_what_the_orm_returns(team: Team) -> None:
                 theirs.inherited_from and fields(theirs.inherited_from)
             )
     assert len(queries) == 0  # the originals came with the pins
+
+
+def _observation_rows(session: Session, events: list[Any]) -> list[dict[str, Any]]:
+    moment = timezone.now().replace(microsecond=123456)
+    return [
+        {
+            "team_id": session.team_id,
+            "session_id": session.pk,
+            "event_id": event.pk,
+            "tool_name": "Bash" if n else "ünïcode ✓ 'quoted' \\ tool",
+            "input_digest": f"ls -la {n}",
+            "output_digest": "" if n else "a line\nwith \x01 control",
+            "failed": bool(n % 2),
+            "occurred_at": moment + timedelta(seconds=n),
+            "redaction_version": 7,
+        }
+        for n, event in enumerate(events)
+    ]
+
+
+def _observations(session: Session) -> list[dict[str, Any]]:
+    return list(
+        Observation.objects.filter(session=session)
+        .order_by("event_id")
+        .values(
+            "team_id",
+            "session_id",
+            "event_id",
+            "tool_name",
+            "input_digest",
+            "output_digest",
+            "failed",
+            "occurred_at",
+            "redaction_version",
+        )
+    )
+
+
+@pytest.mark.django_db
+def test_the_rows_insert_writes_what_bulk_create_writes(team: Team) -> None:
+    ours = SessionFactory(agent=AgentFactory(team=team))
+    theirs = SessionFactory(agent=ours.agent)
+    mine = [EventFactory(session=ours, kind="tool_use") for _ in range(3)]
+    others = [EventFactory(session=theirs, kind="tool_use") for _ in range(3)]
+    rows = _observation_rows(ours, mine)
+    with CaptureQueriesContext(connection) as queries:
+        statements.rows_insert(Observation, rows)
+    assert len(queries) == 1
+    Observation.objects.bulk_create(
+        [Observation(**row) for row in _observation_rows(theirs, others)]
+    )
+    written, expected = _observations(ours), _observations(theirs)
+    for row in (*written, *expected):
+        row.pop("session_id"), row.pop("event_id")
+    assert written == expected
+    assert [row["event_id"] for row in _observations(ours)] == [e.pk for e in mine]
+
+
+@pytest.mark.django_db
+def test_the_rows_insert_skips_a_row_stored_before(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team))
+    events = [EventFactory(session=session, kind="tool_use") for _ in range(3)]
+    rows = _observation_rows(session, events)
+    statements.rows_insert(Observation, rows[:1])
+    statements.rows_insert(Observation, [{**rows[0], "tool_name": "changed"}, *rows[1:]])
+    stored = _observations(session)
+    assert [row["event_id"] for row in stored] == [e.pk for e in events]
+    assert stored[0]["tool_name"] == rows[0]["tool_name"]  # the first write stands
+    statements.rows_insert(Observation, [])
+    assert Observation.objects.count() == 3
+
+
+@postgres_only
+@pytest.mark.django_db
+def test_an_over_long_value_fails_the_rows_insert_as_it_fails_bulk_create(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team))
+    event = EventFactory(session=session, kind="tool_use")
+    row = {**_observation_rows(session, [event])[0], "tool_name": "x" * 201}  # varchar(200)
+    for write in (
+        lambda: statements.rows_insert(Observation, [row]),
+        lambda: Observation.objects.bulk_create([Observation(**row)]),
+    ):
+        with pytest.raises(DataError), transaction.atomic():
+            write()
+    assert not Observation.objects.exists()
