@@ -16,6 +16,7 @@ quotes.
 from __future__ import annotations
 
 import re
+import threading
 import uuid
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +46,8 @@ from .scoring import (
     Features,
     Prior,
     _features,
-    candidates_with_summaries,
+    candidate_rows,
+    candidates_from_rows,
     knobs,
     score_session,
 )
@@ -262,20 +264,64 @@ class _Scoring:
     terms: list[str]
 
 
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """An agent's candidates as read, and what follows from them alone (not from the
+    asking session, its keywords, its prompt or the time): each candidate's features and
+    summary, what the newer candidates finished, and which of its pending tasks that
+    closes."""
+
+    rows: list[tuple[Prior, Features | None]]
+    summaries: dict[uuid.UUID, dict[str, str]]
+    later: dict[uuid.UUID, Later]
+    finished: dict[uuid.UUID, frozenset[str]]
+
+
+# Windows by the rows they were built from. An agent's candidate rows change when one of
+# its sessions ends or leaves the lookback, or when a candidate's features or summary are
+# rebuilt; the rows then differ and a new window is built from them. Until then every
+# session the agent starts asks about the same rows (at its start and at its first
+# prompt), and building the window was a third of the answer's time. The rows are read
+# on every request all the same: a window is never taken for rows it was not built from.
+_WINDOWS: dict[tuple[tuple[Any, ...], ...], _Window] = {}
+_WINDOWS_MAX = 8
+_WINDOWS_LOCK = threading.Lock()
+
+
+def _window(agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime) -> _Window:
+    """The candidates of the agent's lookback window, built once per distinct rows."""
+    key = tuple(candidate_rows(agent_id, exclude_pk=exclude_pk, now=now))
+    window = _WINDOWS.get(key)
+    if window is not None:
+        return window
+    rows, summaries = candidates_from_rows(key)
+    later = later_evidence(rows, summaries)
+    finished = {
+        prior.pk: _finished_task_ids(features, later.get(prior.pk)) for prior, features in rows
+    }
+    window = _Window(rows, summaries, later, finished)
+    with _WINDOWS_LOCK:
+        while len(_WINDOWS) >= _WINDOWS_MAX:
+            _WINDOWS.pop(next(iter(_WINDOWS)))  # the oldest first
+        _WINDOWS[key] = window
+    return window
+
+
 def _score_priors(
     session: Session, wanted: set[str], prompt: str, now: datetime, k: dict[str, Any]
 ) -> _Scoring:
     """Every prior session of the agent that may be a source, scored for this one."""
-    rows, summaries = candidates_with_summaries(session.agent_id, exclude_pk=session.pk, now=now)
+    window = _window(session.agent_id, exclude_pk=session.pk, now=now)
+    rows = window.rows
     terms = relevance_lib.prompt_terms(prompt) if prompt else []
     texts = relevance_lib.session_texts(
         [prior.pk for prior, _ in rows],
         terms,
         {prior.pk: features.hot_topics for prior, features in rows if features},
-        summaries,
+        window.summaries,
     )
     weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
-    later = later_evidence(rows, texts)
+    finished = window.finished
     scored = [
         score_session(
             prior,
@@ -285,11 +331,11 @@ def _score_priors(
             k,
             relevance=weights.get(prior.pk, 0.0),
             matched=tuple(t for t in terms if t in texts[prior.pk].matched) if terms else (),
-            finished_later=_finished_task_ids(features, later.get(prior.pk)),
+            finished_later=finished[prior.pk],
         )
         for prior, features in rows
     ]
-    return _Scoring(scored, texts, later, terms)
+    return _Scoring(scored, texts, window.later, terms)
 
 
 @transaction.atomic

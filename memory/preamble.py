@@ -81,7 +81,7 @@ class Later:
 
 
 def later_evidence(
-    rows: list[tuple[Prior, Features | None]], texts: dict[uuid.UUID, relevance_lib.SessionText]
+    rows: list[tuple[Prior, Features | None]], summaries: dict[uuid.UUID, dict[str, str]]
 ) -> dict[uuid.UUID, Later]:
     """For each candidate (newest first), what the newer ones finished: the task ids they
     closed and the sentences of their summaries that report a result."""
@@ -92,9 +92,9 @@ def later_evidence(
         evidence[prior.pk] = Later(done, shared, shared.count)
         if features is not None and features.done_tasks:
             done = done | frozenset(features.done_tasks)
-        text = texts.get(prior.pk)
-        if text is not None and text.completed:
-            shared.add(feature_lib.completion_facts_of(text.completed))
+        completed = summaries.get(prior.pk, {}).get("completed")
+        if completed:
+            shared.add(feature_lib.completion_facts_of(completed))
     return evidence
 
 

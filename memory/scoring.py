@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -355,17 +356,22 @@ def _candidate_rows(
     return _candidates_compiled(limit).rows(agent_id, exclude_pk, since)
 
 
-def candidates_with_summaries(
+def candidate_rows(
     agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
-) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
-    """The agent's completed sessions of the lookback window with their features, newest
-    first, and each one's summary sections by session (a session without a summary is left
-    out): one query, plain rows, no model instances, JSON decoded only where needed. The
-    later sessions' reports of finished work and the preamble's quotes come from the
-    summaries, without a second read naming every candidate."""
+) -> list[tuple[Any, ...]]:
+    """The agent's completed sessions of the lookback window with their features and
+    summaries, newest first, as plain rows (``candidates_from_rows`` reads them)."""
     k = knobs()
     since = now - timedelta(days=k["LOOKBACK_DAYS"])
-    rows = _candidate_rows(agent_id, exclude_pk, since, k["MAX_CANDIDATES"])
+    return _candidate_rows(agent_id, exclude_pk, since, k["MAX_CANDIDATES"])
+
+
+def candidates_from_rows(
+    rows: Sequence[tuple[Any, ...]],
+) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
+    """The candidates of ``candidate_rows`` with their features, and each one's summary
+    sections by session (a session without a summary is left out): no model instances,
+    JSON decoded only where needed."""
     # ended_at is never NULL here (the filter), so the last_event_at fallback is not read.
     loads = _decoded
     candidates = []
@@ -384,6 +390,16 @@ def candidates_with_summaries(
             features = Features(hot_topics, count, texts=texts, topic_set=topic_set)
         candidates.append((Prior(pk, external_id, ended_at), features))
     return candidates, summaries
+
+
+def candidates_with_summaries(
+    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
+) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
+    """The agent's completed sessions of the lookback window with their features, newest
+    first, and each one's summary sections by session: one query, plain rows. The later
+    sessions' reports of finished work and the preamble's quotes come from the
+    summaries, without a second read naming every candidate."""
+    return candidates_from_rows(candidate_rows(agent_id, exclude_pk=exclude_pk, now=now))
 
 
 def _features(session: Session) -> SessionFeatures | None:

@@ -15,8 +15,8 @@ from rest_framework.test import APIClient
 
 from lifecycle import services as lifecycle
 from lifecycle.models import Session, SessionStatus
-from memory import scoring
-from memory.continuity import RECORD_EXPLAINED, record_entries
+from memory import continuity, scoring
+from memory.continuity import RECORD_EXPLAINED, continuity_build, record_entries
 from memory.models import ContinuityRecord, Pin, SessionFeatures
 from memory.pins import pin_create
 from tests.conftest import FIXTURES, claude_code_hooks
@@ -359,3 +359,59 @@ def test_the_record_explains_the_best_ranked_and_every_source_and_scores_the_res
         "external_id": f"prior-{RECORD_EXPLAINED}",
         "score": round(ranked[RECORD_EXPLAINED].score, 4),
     }
+
+
+# --- the candidate window, built once per distinct rows -------------------------------
+
+
+def _pending(preamble: str) -> list[str]:
+    """The lines of a preamble's pending tasks section (none without one)."""
+    if "PENDING TASKS:\n" not in preamble:
+        return []
+    return preamble.split("PENDING TASKS:\n")[1].split("\n\n")[0].splitlines()
+
+
+def _answer(session: Session, now: datetime) -> tuple[str, list[dict[str, Any]]]:
+    record = continuity_build(session=session, keywords=["orders"], now=now)
+    return record.preamble, record.candidates
+
+
+def test_a_window_taken_again_answers_as_one_built_anew(api: APIClient) -> None:
+    for i, hours in enumerate((30, 20, 10)):
+        run_session(
+            api,
+            f"prior{i}",
+            ended_hours_ago=hours,
+            prompt=f"Tune the orders query. TODO: task-{i}01 add the index {i}",
+            final=f"Done: task-{i - 1}01 is finished." if i else "",
+        )
+    first, second, third = (run_session(api, n, ended_hours_ago=0, end=False) for n in "xyz")
+    now = timezone.now()
+    continuity._WINDOWS.clear()
+    cold = _answer(first, now)
+    assert len(continuity._WINDOWS) == 1
+    warm = _answer(second, now)
+    assert len(continuity._WINDOWS) == 1  # the same rows: the window was taken again
+    continuity._WINDOWS.clear()
+    anew = _answer(third, now)
+    assert cold == warm == anew
+    assert _pending(cold[0]) == ["- [task-201] TODO: task-201 add the index 2 (10h ago)"]
+
+
+def test_a_candidate_whose_features_change_is_read_anew(api: APIClient) -> None:
+    busy = run_session(api, "busy", ended_hours_ago=5, prompt="TODO: task-101 migrate the orders")
+    before = ask(api, "one", agent_id="research", keywords=["orders"])["preamble"]
+    assert _pending(before) == ["- [task-101] TODO: task-101 migrate the orders (5h ago)"]
+    # Its features rebuilt with the task gone (as a later run of its memory would): the
+    # candidate set is the same, its row is not.
+    SessionFeatures.objects.filter(session=busy).update(pending_tasks=[])
+    after = ask(api, "two", agent_id="research", keywords=["orders"])["preamble"]
+    assert after.startswith("[SESSION CONTINUITY") and _pending(after) == []
+
+
+def test_the_window_cache_stays_small(api: APIClient) -> None:
+    for i in range(continuity._WINDOWS_MAX + 3):
+        agent = f"agent{i}"
+        run_session(api, f"old{i}", ended_hours_ago=2, prompt="orders", agent_id=agent)
+        ask(api, f"new{i}", agent_id=agent, keywords=["orders"])
+        assert len(continuity._WINDOWS) <= continuity._WINDOWS_MAX
