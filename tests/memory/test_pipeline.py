@@ -7,6 +7,7 @@ pending task."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from datetime import timedelta
@@ -325,3 +326,21 @@ def test_observation_digests_are_short(replay: Any) -> None:
     assert observation.input_digest == "/srv/app/handler.py"
     assert len(observation.output_digest) <= pipeline.DIGEST_LIMIT
     assert observation.output_digest.startswith('{"file": {"content": "def handler(event):')
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"tool_input": {"command": "ls"}, "n": 9223372036854775807, "m": -9223372036854775808}',
+        "[0.1, 1e-07, 2.5E+300, -0.0, 123456789.123456789]",
+        '{"text": "caf\\u00e9 \\ud83d\\ude00 \\"quoted\\" \\\\ back\\nslash", "e": "", "z": null}',
+        '{"deep": [[[[{"a": [true, false, null]}]]]]}',
+    ],
+)
+def test_stored_json_decodes_as_the_standard_library_decodes_it(text: str) -> None:
+    assert pipeline._decoded(text) == json.loads(text)
+
+
+def test_what_orjson_refuses_is_decoded_by_the_standard_library() -> None:
+    value = pipeline._decoded('{"x": NaN}')
+    assert set(value) == {"x"} and value["x"] != value["x"]  # NaN, as json.loads reads it
