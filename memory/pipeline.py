@@ -209,7 +209,15 @@ def _texts(session: Session) -> dict[str, list[str]]:
         session=session,
         kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END, EventKind.SESSION_END],
     ).exclude(phase="pre")
-    columns = ("id", "kind", "facts", "payload", "source")
+    # The JSON columns as text, decoded below (``_decoded``): a long session's window is
+    # thousands of payloads, read again after each of its turns.
+    columns = (
+        "id",
+        "kind",
+        Cast("facts", output_field=TextField()),
+        Cast("payload", output_field=TextField()),
+        "source",
+    )
     rows = list(events.order_by("-occurred_at", "-id").values_list(*columns)[:FEATURE_EVENT_LIMIT])
     rows.reverse()
     if len(rows) == FEATURE_EVENT_LIMIT:
@@ -219,12 +227,12 @@ def _texts(session: Session) -> dict[str, list[str]]:
             row for row in opening.values_list(*columns)[:OPENING_PROMPTS] if row[0] not in window
         ] + rows
     texts: dict[str, list[str]] = {"prompts": [], "tools": [], "finals": [], "reasoning": []}
-    for _, kind, facts, payload, source in rows:
-        facts = facts or {}
+    for _, kind, facts_text, payload, source in rows:
+        facts = _decoded(facts_text) or {}
         if kind == EventKind.PROMPT:
             texts["prompts"].append(str(facts.get("text") or ""))
         elif kind == EventKind.TOOL_USE:
-            tool_input, _ = tool_io(source, payload)
+            tool_input, _ = tool_io(source, _decoded(payload))
             texts["tools"].append(digest(tool_input))
         else:
             if facts.get("final_message"):
