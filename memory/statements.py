@@ -26,6 +26,7 @@ from lifecycle.ingest.statements import (
     Compiled,
     column_of,
     concrete_fields,
+    json_document,
     server_bound_cursor,
 )
 from lifecycle.models import Session
@@ -86,17 +87,11 @@ def rows_insert(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
     """
     if not rows:
         return
-    if connection.vendor == "postgresql":
-        try:
-            document = orjson.dumps(rows)
-        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
-            pass
-        else:
-            with server_bound_cursor(prepared=True) as cursor:
-                cursor.execute(
-                    _rows_insert_sql(model, tuple(rows[0])), [Jsonb(document, dumps=bytes)]
-                )
-            return
+    document = json_document(rows) if connection.vendor == "postgresql" else None
+    if document is not None:
+        with server_bound_cursor(prepared=True) as cursor:
+            cursor.execute(_rows_insert_sql(model, tuple(rows[0])), [document])
+        return
     model._default_manager.bulk_create([model(**row) for row in rows], ignore_conflicts=True)
 
 

@@ -115,15 +115,12 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         session.updated_at = now
     fields = concrete_fields(Session, ("id", *_SESSION_WRITABLE))
     if postgresql:
-        try:
-            document = orjson.dumps(
-                [{column_of(f): getattr(s, f.attname) for f in fields} for s in sessions]
-            )
-        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
-            pass
-        else:
+        document = json_document(
+            [{column_of(f): getattr(s, f.attname) for f in fields} for s in sessions]
+        )
+        if document is not None:
             with server_bound_cursor(prepared=True) as cursor:
-                cursor.execute(_sessions_update_from_json(), [Jsonb(document, dumps=bytes)])
+                cursor.execute(_sessions_update_from_json(), [document])
             return
     casts = [f"::{t}" for t in _column_types(fields)] if postgresql else ["" for _ in fields]
     row = "(" + ", ".join(f"%s{cast}" for cast in casts) + ")"
@@ -216,15 +213,11 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
     if not rows:
         return set()
     head, tail, from_json, fields = _insert_sql(connection.vendor)
-    if from_json:
-        try:
-            document = orjson.dumps(rows)
-        except TypeError:  # orjson.JSONEncodeError: an integer past 64 bits, say
-            pass
-        else:
-            with server_bound_cursor(prepared=True) as cursor:
-                cursor.execute(from_json, [Jsonb(document, dumps=bytes)])
-                return {row[0] for row in cursor.fetchall()}
+    document = json_document(rows) if from_json else None
+    if document is not None:
+        with server_bound_cursor(prepared=True) as cursor:
+            cursor.execute(from_json, [document])
+            return {row[0] for row in cursor.fetchall()}
     params: list[Any] = []
     for row in rows:
         for name, model_field in zip(INSERT_COLUMNS, fields, strict=True):
@@ -234,6 +227,16 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return {row[0] for row in cursor.fetchall()}
+
+
+def json_document(rows: Any) -> Jsonb | None:
+    """Rows as one JSON document, encoded by orjson, for a statement that binds it as one
+    server-side parameter; None where orjson will not encode them (an integer past 64
+    bits, say), and the caller takes its other path."""
+    try:
+        return Jsonb(orjson.dumps(rows), dumps=bytes)
+    except TypeError:  # orjson.JSONEncodeError
+        return None
 
 
 _EXPLICIT_ONLY = 2**62
