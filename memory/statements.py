@@ -1,12 +1,14 @@
-"""The hand-built and compiled-once statements of continuity's answer.
+"""The hand-built and compiled-once statements of continuity's answer, and the memory
+worker's insert of many rows (``rows_insert``).
 
 A continuity answer writes its record, the record's sources and each source's
 ``continued_by``: three statements through the ORM, each compiled anew, with the record's
 candidates (some 27 KB of JSON for 200 of them) encoded by the standard library. On
 PostgreSQL they are one prepared statement whose JSON columns orjson encodes; other
 databases (SQLite in embedded mode) keep the ORM's statements. The row locks and the
-first-record read are querysets compiled once per process (``Compiled``). A test holds
-each to what the ORM writes or returns.
+first-record read are querysets compiled once per process (``Compiled``). The worker's
+observations go in as one JSON document, as the hook path's events do. A test holds each
+to what the ORM writes or returns.
 """
 
 from __future__ import annotations
