@@ -143,6 +143,39 @@ def test_an_over_long_value_fails_the_session_update_as_it_fails_save(
     assert not Session.objects.filter(cwd__startswith="xxx").exists()
 
 
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="statements are prepared on PostgreSQL only"
+)
+def test_the_locked_read_and_the_session_update_are_prepared_once_per_connection(
+    team: Team, agent: Agent
+) -> None:
+    _session(team, agent, "p", status=SessionStatus.ACTIVE, started_at=T0)
+
+    def request(n: int) -> None:
+        with transaction.atomic():
+            (found,) = statements._sessions_locked(team, [(Source.CLAUDE_CODE, "p")]).values()
+            found.event_count = n
+            statements.session_write(found)
+
+    def prepared() -> set[str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT statement FROM pg_prepared_statements")
+            return {row[0] for row in cursor.fetchall()}
+
+    request(1)
+    after_one = prepared()
+    request(2)
+    request(3)
+    assert prepared() == after_one  # the next requests run them, nothing is prepared anew
+    assert Session.objects.get(external_id="p").event_count == 3
+    table = Session._meta.db_table
+    reads = [s for s in after_one if s.startswith("SELECT") and "FOR UPDATE" in s and table in s]
+    updates = [s for s in after_one if s.startswith(f'UPDATE "{table}" SET') and "v.id" not in s]
+    # Bound server-side: PostgreSQL shows psycopg's parameters as $n.
+    assert reads and all("$1" in s for s in reads)
+    assert updates and all("$1" in s for s in updates)
+
+
 def _row(team: Team, session: Session | None, event_id: str, **extra: Any) -> dict[str, Any]:
     return {
         "team_id": team.pk,
