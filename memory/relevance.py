@@ -19,7 +19,7 @@ by how rare it is among the candidates (``log(1 + n / df)``): a word every sessi
 shares says little. A term no candidate has keeps the weight of a term only one has, so a
 prompt about new work stays weakly relevant to everything.
 
-The summary sections come with the candidates (``scoring.candidates_with_summaries``);
+The summary sections come with the candidates (``scoring.candidates_from_rows``);
 continuity also takes the later sessions' reports of finished work from them.
 """
 

@@ -295,7 +295,7 @@ SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
 def _candidates_queryset(
     agent_id: uuid.UUID, exclude_pk: uuid.UUID, since: datetime, limit: int
 ) -> Any:
-    """The candidates' rows as ``candidates_with_summaries`` reads them."""
+    """The candidates' rows as ``candidate_rows`` reads them."""
     if connection.vendor == "postgresql":
         ended: Any = _EpochMicroseconds("ended_at")
         pending_count: Any = _ArrayLength(F("features__pending_tasks"))
@@ -390,16 +390,6 @@ def candidates_from_rows(
             features = Features(hot_topics, count, texts=texts, topic_set=topic_set)
         candidates.append((Prior(pk, external_id, ended_at), features))
     return candidates, summaries
-
-
-def candidates_with_summaries(
-    agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime
-) -> tuple[list[tuple[Prior, Features | None]], dict[uuid.UUID, dict[str, str]]]:
-    """The agent's completed sessions of the lookback window with their features, newest
-    first, and each one's summary sections by session: one query, plain rows. The later
-    sessions' reports of finished work and the preamble's quotes come from the
-    summaries, without a second read naming every candidate."""
-    return candidates_from_rows(candidate_rows(agent_id, exclude_pk=exclude_pk, now=now))
 
 
 def _features(session: Session) -> SessionFeatures | None:

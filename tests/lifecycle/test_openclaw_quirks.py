@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
-from memory.scoring import candidates_with_summaries
+from memory.scoring import candidate_rows, candidates_from_rows
 
 pytestmark = pytest.mark.django_db
 
@@ -145,10 +145,8 @@ def test_background_runs_are_marked_and_never_continuity_candidates(api: Any) ->
     assert mixed.trigger == "user" and not mixed.is_background, "one user run makes it theirs"
     now = mixed.last_event_at
     other = Session.objects.create(team=mixed.team, agent=mixed.agent, source="openclaw")
-    names = {
-        prior.external_id
-        for prior, _ in candidates_with_summaries(mixed.agent_id, exclude_pk=other.pk, now=now)[0]
-    }
+    rows = candidate_rows(mixed.agent_id, exclude_pk=other.pk, now=now)
+    names = {prior.external_id for prior, _ in candidates_from_rows(rows)[0]}
     assert names == {"mixed"}
 
 
