@@ -69,7 +69,10 @@ class StreamTail(models.Model):
     """The last words of the agent's reasoning at one turn end."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tails")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="tails")
+    # No index of its own: tail_latest (session, -captured_at) serves every lookup by session.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="tails", db_index=False
+    )
     event = models.OneToOneField(LifecycleEvent, on_delete=models.CASCADE, related_name="tail")
     text = models.TextField(blank=True)
     final_message = models.TextField(blank=True)
@@ -89,7 +92,11 @@ class Observation(models.Model):
     """One tool use, with short digests of what went in and came out."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="observations")
-    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="observations")
+    # No index of its own: observation_session_time (session, occurred_at) serves every
+    # lookup by session, and one index fewer is one write fewer for each tool call.
+    session = models.ForeignKey(
+        Session, on_delete=models.CASCADE, related_name="observations", db_index=False
+    )
     event = models.OneToOneField(
         LifecycleEvent, on_delete=models.CASCADE, related_name="observation"
     )
@@ -202,8 +209,10 @@ class ContinuityRecord(models.Model):
 
     uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="continuity_records")
+    # No index of its own: continuity_session_trigger (session, trigger) serves every
+    # lookup by session.
     session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="continuity_records"
+        Session, on_delete=models.CASCADE, related_name="continuity_records", db_index=False
     )
 
     class Stage(models.TextChoices):
