@@ -59,10 +59,11 @@ def session_write(session: Session) -> None:
 
 
 def _hot_cursor() -> Any:
-    """The cursor for a statement every ingest request runs: on PostgreSQL bound
-    server-side and prepared once per connection (bound client-side, a statement of some
-    forty values was parsed and planned anew on every request, which cost the database
-    more than running it), elsewhere Django's own."""
+    """The cursor for the general ingest path's locked read and session UPDATE, which
+    every batch and every event that moves a session runs: on PostgreSQL bound
+    server-side and prepared once per connection (bound client-side, each was parsed and
+    planned anew on every request, which cost the database more than running it),
+    elsewhere Django's own."""
     if connection.vendor == "postgresql":
         return server_bound_cursor(prepared=True)
     return connection.cursor()
