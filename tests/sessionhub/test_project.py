@@ -186,19 +186,3 @@ def test_beat_schedule_names_real_tasks() -> None:
     app.loader.import_default_modules()
     for entry in settings.CELERY_BEAT_SCHEDULE.values():
         assert entry["task"] in app.tasks, entry["task"]
-
-
-def test_gunicorn_as_configured_parses_request_heads_in_c() -> None:
-    """``gunicorn[fast]`` brings gunicorn_h1c, and nothing in gunicorn.conf.py turns on a
-    compatibility flag that would send gunicorn back to its Python parser (which took
-    about twice as long over a hook request's head, measured)."""
-    from gunicorn.config import Config
-    from gunicorn.http import message
-
-    cfg = Config()
-    namespace: dict[str, Any] = {"__file__": str(REPO / "gunicorn.conf.py")}
-    exec(compile((REPO / "gunicorn.conf.py").read_text(), "gunicorn.conf.py", "exec"), namespace)  # noqa: S102 - the repository's own file
-    for name, value in namespace.items():
-        if name in cfg.settings and not callable(value):
-            cfg.set(name, value)
-    assert message._check_fast_parser(cfg)
