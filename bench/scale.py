@@ -18,6 +18,8 @@ Django's test client against that database:
   sessions grew with the tables (features and summaries seeded for them);
 * the dashboard's session list and a session page (a session of 500 events, the same at
   every size, so only the tables around it grow);
+* retention: one expired session of 20 events archived and deleted, and a page of 500
+  expired sessions read as the nightly run reads them;
 * the raw database beside them: one event row inserted and committed straight with
   psycopg into the same table, the floor any ingest path stands on.
 
@@ -33,12 +35,16 @@ at every size, and ``bench/run.py`` measures them.
 from __future__ import annotations
 
 import argparse
+import atexit
+import itertools
 import json
 import os
 import random
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import uuid
 import warnings
@@ -79,6 +85,10 @@ PROJECT = "/home/dev/src/scale-app"
 BUSY_PROJECT = "/home/dev/src/scale-busy"
 BUSY_SESSIONS = 250
 DETAIL_EVENTS = 500
+# Retention's figures: the events of each session it archives and deletes, and the page
+# of expired sessions it reads at a time (``memory.retention.EXPIRED_PAGE``).
+RETIRED_EVENTS = 20
+RETENTION_PAGE = 500
 FULL = [(1_000, 0), (100_000, 1_000_000), (1_000_000, 10_000_000)]
 QUICK = [(1_000, 0), (10_000, 100_000), (50_000, 500_000)]
 SEQ_SCAN = re.compile(r"Seq Scan on (?P<table>\w+)")
@@ -374,6 +384,7 @@ class Measure:
 
             return get
 
+        retire, expired_page = self.retention()
         figures: dict[str, list[float]] = {}
         for name, fn in (
             ("single-event ingest", single),
@@ -382,11 +393,74 @@ class Measure:
             ("session page", page(f"/sessions/{w.detail}/")),
             ("continuity", continuity),
             ("continuity, 200 candidates at every size", busy),
+            (f"retention: one session of {RETIRED_EVENTS} events archived and deleted", retire),
+            (f"retention: a page of {RETENTION_PAGE} expired sessions read", expired_page),
         ):
             figures[name] = timed(fn, self.runs)
             self.capture(name, fn)
         figures["raw insert (psycopg)"] = self.raw(sid)
         return figures
+
+    def retention(self) -> tuple[Callable[[int], None], Callable[[int], None]]:
+        """What the nightly retention does per session, and how it finds them.
+
+        A fresh agent gets sessions that ended long before anything else (every other
+        session ended within the last 90 days): one of ``RETIRED_EVENTS`` events per call
+        of the first figure, which archives it and deletes it; and ``RETENTION_PAGE`` more
+        for the second, which reads them as the nightly run does, with an age only they
+        pass, so it walks every agent's index range as well at every size.
+        """
+        from lifecycle.models import Agent, LifecycleEvent, Session
+        from memory.retention import expired_sessions, session_retire
+
+        w = self.world
+        agent = Agent.objects.create(
+            team=w.team,
+            source="claude-code",
+            external_id=f"scale-gw:/home/dev/src/retired-{self.level}",
+            name=f"retired-{self.level}",
+            project=f"/home/dev/src/retired-{self.level}",
+        )
+        calls = [-3, -2, -1, *range(self.runs), 10_000_000 + self.level]
+        rows = {
+            i: w._session_row(
+                w.team,
+                agent,
+                w.now - timedelta(days=200, minutes=n),
+                f"scale-retired-{self.level}-{n}",
+                RETIRED_EVENTS,
+            )
+            for n, i in enumerate(calls)
+        }
+        copy_rows(Session, rows.values())
+        copy_rows(LifecycleEvent, w._events(list(rows.values()), RETIRED_EVENTS))
+        copy_rows(
+            Session,
+            (
+                w._session_row(
+                    w.team,
+                    agent,
+                    w.now - timedelta(days=250, minutes=n),
+                    f"scale-expired-{self.level}-{n}",
+                    0,
+                )
+                for n in range(RETENTION_PAGE)
+            ),
+        )
+        retired = Session.objects.filter(pk__in=[r["id"] for r in rows.values()])
+        sessions = {s.pk: s for s in retired.select_related("team", "agent")}
+        root = Path(tempfile.mkdtemp(prefix="sessionhub-scale-archive-"))
+        atexit.register(shutil.rmtree, root, ignore_errors=True)
+
+        def retire(i: int) -> None:
+            session_retire(sessions[rows[i]["id"]], root=root)
+
+        def expired_page(_: int) -> None:
+            found = list(itertools.islice(expired_sessions(days=180), RETENTION_PAGE))
+            if len(found) < RETENTION_PAGE:
+                raise RuntimeError(f"only {len(found)} expired sessions found")
+
+        return retire, expired_page
 
     def raw(self, sid: str) -> list[float]:
         from lifecycle.models import Session
@@ -424,7 +498,7 @@ class Measure:
         with connection.cursor() as cursor:
             for figure, statements in self.statements.items():
                 for text, _ in statements:
-                    if not text.lstrip().upper().startswith(("SELECT", "WITH")):
+                    if not text.lstrip().upper().startswith(("SELECT", "WITH", "DELETE", "UPDATE")):
                         continue
                     try:
                         plan = self.plan(cursor, text)

@@ -6,18 +6,23 @@ from __future__ import annotations
 import gzip
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from lifecycle.models import LifecycleEvent, Session, SessionStatus
+from lifecycle.models import Agent, LifecycleEvent, Session, SessionStatus
 
 from .export import document
+
+# Expired sessions read per query (see ``expired_sessions``).
+EXPIRED_PAGE = 500
 
 
 @dataclass
@@ -29,17 +34,46 @@ class RetentionResult:
     files: list[str] = field(default_factory=list)
 
 
-def expired_sessions(*, days: int, now: datetime | None = None) -> list[Session]:
-    """Closed sessions that ended more than ``days`` ago, oldest first."""
-    now = now or timezone.now()
-    return list(
-        Session.objects.filter(
-            status__in=[SessionStatus.ENDED, SessionStatus.CRASHED],
-            ended_at__lt=now - timedelta(days=days),
-        )
-        .select_related("team", "agent")
-        .order_by("ended_at")
+def _expired(*, days: int, now: datetime | None) -> QuerySet[Session]:
+    cutoff = (now or timezone.now()) - timedelta(days=days)
+    return Session.objects.filter(
+        status__in=[SessionStatus.ENDED, SessionStatus.CRASHED], ended_at__lt=cutoff
     )
+
+
+def expired_count(*, days: int, now: datetime | None = None) -> int:
+    """How many closed sessions ended more than ``days`` ago."""
+    return _expired(days=days, now=now).count()
+
+
+def expired_sessions(
+    *, days: int, now: datetime | None = None, page: int | None = None
+) -> Iterator[Session]:
+    """Closed sessions that ended more than ``days`` ago, agent by agent, oldest first.
+
+    Read a page at a time along the ``(agent, ended_at)`` index, so that neither the
+    database nor this process ever holds every expired session of a months-old install at
+    once, and no page scans the session table. Each page starts after the last session of
+    the one before, so sessions deleted meanwhile (or, on a dry run, not deleted) are
+    neither skipped nor seen twice.
+    """
+    page = page or EXPIRED_PAGE
+    expired = _expired(days=days, now=now).select_related("team", "agent")
+    for agent_id in list(Agent.objects.order_by("pk").values_list("pk", flat=True)):
+        rows = expired.filter(agent_id=agent_id).order_by("ended_at", "pk")
+        after: tuple[datetime | None, Any] | None = None
+        while True:
+            if after is not None:
+                rows_after = rows.filter(
+                    Q(ended_at__gt=after[0]) | Q(ended_at=after[0], pk__gt=after[1])
+                )
+            else:
+                rows_after = rows
+            batch = list(rows_after[:page])
+            yield from batch
+            if len(batch) < page:
+                break
+            after = (batch[-1].ended_at, batch[-1].pk)
 
 
 def _write_archive(path: Path, doc: dict) -> None:
@@ -55,6 +89,16 @@ def _write_archive(path: Path, doc: dict) -> None:
         back = json.load(handle)
     if [s["id"] for s in back["sessions"]] != [s["id"] for s in doc["sessions"]]:
         raise OSError(f"archive {path} does not read back")
+
+
+def session_retire(session: Session, *, root: Path) -> tuple[Path, bool]:
+    """Archive one session under ``root``, then delete it with everything hanging off it.
+    Returns the archive's path and whether the session was still there to delete."""
+    path = root / session.team.slug / f"{session.ended_at:%Y-%m}" / f"{session.pk}.json.gz"
+    _write_archive(path, document([session], team=session.team))
+    with transaction.atomic():
+        deleted, _ = Session.objects.filter(pk=session.pk).delete()
+    return path, bool(deleted)
 
 
 def retention_apply(
@@ -75,12 +119,9 @@ def retention_apply(
         if dry_run:
             result.archived += 1
             continue
-        path = root / session.team.slug / f"{session.ended_at:%Y-%m}" / f"{session.pk}.json.gz"
-        _write_archive(path, document([session], team=session.team))
+        path, deleted = session_retire(session, root=root)
         result.archived += 1
         result.files.append(str(path))
-        with transaction.atomic():
-            deleted, _ = Session.objects.filter(pk=session.pk).delete()
         result.deleted += 1 if deleted else 0
         if progress:
             progress()

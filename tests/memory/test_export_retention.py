@@ -7,22 +7,25 @@ import gzip
 import json
 from datetime import timedelta
 from io import StringIO
+from itertools import islice
 from pathlib import Path
 from typing import Any
+from unittest.mock import patch
 
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from lifecycle.models import LifecycleEvent, Session
+from lifecycle.models import LifecycleEvent, Session, SessionStatus
 from memory.continuity import continuity_continue
 from memory.export import document_import, session_export
 from memory.models import ContinuityRecord, Observation, Pin, StreamTail, Summary
 from memory.pins import pin_create
-from memory.retention import retention_apply
+from memory.retention import expired_count, expired_sessions, retention_apply
 from sessionhub.models import Team
 from tests.conftest import claude_code_hooks, openclaw_hooks
+from tests.factories import AgentFactory, SessionFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -207,3 +210,34 @@ def test_prune_command_dry_run_and_real(api: APIClient, tmp_path: Path) -> None:
     assert "Archived 1 session(s), deleted 1" in out.getvalue()
     assert not Session.objects.exists()
     assert list(tmp_path.rglob("*.json.gz"))
+
+
+def test_expired_sessions_are_read_in_pages_each_once(tmp_path: Path) -> None:
+    """Three agents, sessions sharing end times (the page boundary falls between equals),
+    a recent one and an open one: with pages of two, a dry run sees each expired session
+    exactly once, and a real run deletes them all while it pages."""
+    old = timezone.now() - timedelta(days=100)
+    expired = set()
+    for agent in AgentFactory.create_batch(3):
+        for n in range(5):
+            ended = old + timedelta(hours=n // 3)
+            session = SessionFactory(
+                agent=agent, started_at=ended - timedelta(hours=1), ended_at=ended
+            )
+            expired.add(session.pk)
+        SessionFactory(agent=agent)  # ended two hours ago
+        SessionFactory(agent=agent, status=SessionStatus.ACTIVE, ended_at=None)
+    # A pager that does not move on would repeat itself: islice stops it.
+    seen = [s.pk for s in islice(expired_sessions(days=30, page=2), 100)]
+    assert len(seen) == len(expired) == 15
+    assert set(seen) == expired
+    assert expired_count(days=30) == 15
+
+    assert retention_apply(days=30, archive_dir=tmp_path, dry_run=True).archived == 15
+    assert Session.objects.count() == 21
+
+    with patch("memory.retention.EXPIRED_PAGE", 2):
+        result = retention_apply(days=30, archive_dir=tmp_path)
+    assert result.archived == result.deleted == 15
+    assert not Session.objects.filter(pk__in=expired).exists()
+    assert Session.objects.count() == 6

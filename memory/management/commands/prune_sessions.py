@@ -9,7 +9,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from memory.retention import expired_sessions, retention_apply
+from memory.retention import expired_count, retention_apply
 
 
 class Command(BaseCommand):
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         )
         if not days or days <= 0:
             raise CommandError("No retention age: pass --days N or set SESSIONHUB_RETENTION_DAYS")
-        total = len(expired_sessions(days=days))
+        total = expired_count(days=days)
         with tqdm(total=total, desc="prune", unit="session", file=sys.stderr) as bar:
             result = retention_apply(
                 days=days,
