@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -58,22 +57,21 @@ def expired_sessions(
     neither skipped nor seen twice.
     """
     page = page or EXPIRED_PAGE
-    expired = _expired(days=days, now=now).select_related("team", "agent")
+    expired = _expired(days=days, now=now)
     for agent_id in list(Agent.objects.order_by("pk").values_list("pk", flat=True)):
-        rows = expired.filter(agent_id=agent_id).order_by("ended_at", "pk")
-        after: tuple[datetime | None, Any] | None = None
+        agent_rows = expired.filter(agent_id=agent_id).order_by("ended_at", "pk")
+        rows = agent_rows
         while True:
-            if after is not None:
-                rows_after = rows.filter(
-                    Q(ended_at__gt=after[0]) | Q(ended_at=after[0], pk__gt=after[1])
-                )
-            else:
-                rows_after = rows
-            batch = list(rows_after[:page])
-            yield from batch
-            if len(batch) < page:
+            # Keys first: an agent with nothing expired costs a probe of two columns, not
+            # one that builds sessions with their team and agent.
+            keys = list(rows.values_list("pk", "ended_at")[:page])
+            if keys:
+                whole = Session.objects.filter(pk__in=[pk for pk, _ in keys])
+                yield from whole.select_related("team", "agent").order_by("ended_at", "pk")
+            if len(keys) < page:
                 break
-            after = (batch[-1].ended_at, batch[-1].pk)
+            pk, ended_at = keys[-1]
+            rows = agent_rows.filter(Q(ended_at__gt=ended_at) | Q(ended_at=ended_at, pk__gt=pk))
 
 
 def _write_archive(path: Path, doc: dict) -> None:
