@@ -18,8 +18,8 @@ Django's test client against that database:
   sessions grew with the tables (features and summaries seeded for them);
 * the dashboard's session list and a session page (a session of 500 events, the same at
   every size, so only the tables around it grow);
-* retention: one expired session of 20 events archived and deleted, and a page of 500
-  expired sessions read as the nightly run reads them;
+* retention: one expired session of 20 events archived and deleted, and 500 expired
+  sessions of one agent found among every agent's, as the nightly run finds them;
 * the raw database beside them: one event row inserted and committed straight with
   psycopg into the same table, the floor any ingest path stands on.
 
@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import itertools
 import json
 import os
 import random
@@ -394,7 +393,7 @@ class Measure:
             ("continuity", continuity),
             ("continuity, 200 candidates at every size", busy),
             (f"retention: one session of {RETIRED_EVENTS} events archived and deleted", retire),
-            (f"retention: a page of {RETENTION_PAGE} expired sessions read", expired_page),
+            (f"retention: {RETENTION_PAGE} expired sessions found", expired_page),
         ):
             figures[name] = timed(fn, self.runs)
             self.capture(name, fn)
@@ -407,13 +406,15 @@ class Measure:
         A fresh agent gets sessions that ended long before anything else (every other
         session ended within the last 90 days): one of ``RETIRED_EVENTS`` events per call
         of the first figure, which archives it and deletes it; and ``RETENTION_PAGE`` more
-        for the second, which reads them as the nightly run does, with an age only they
-        pass, so it walks every agent's index range as well at every size.
+        for the second, which reads every expired session as the nightly run does, with an
+        age that only these pass: a probe of every agent's index range and one full page,
+        the same work at every size (the previous size's sessions are deleted first).
         """
         from lifecycle.models import Agent, LifecycleEvent, Session
         from memory.retention import expired_sessions, session_retire
 
         w = self.world
+        Session.objects.filter(external_id__startswith="scale-expired-").delete()
         agent = Agent.objects.create(
             team=w.team,
             source="claude-code",
@@ -456,9 +457,9 @@ class Measure:
             session_retire(sessions[rows[i]["id"]], root=root)
 
         def expired_page(_: int) -> None:
-            found = list(itertools.islice(expired_sessions(days=180), RETENTION_PAGE))
-            if len(found) < RETENTION_PAGE:
-                raise RuntimeError(f"only {len(found)} expired sessions found")
+            found = sum(1 for _ in expired_sessions(days=180))
+            if found != RETENTION_PAGE:
+                raise RuntimeError(f"{found} expired sessions found, not {RETENTION_PAGE}")
 
         return retire, expired_page
 
