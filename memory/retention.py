@@ -66,7 +66,9 @@ def expired_sessions(
             # one that builds sessions with their team and agent.
             keys = list(rows.values_list("pk", "ended_at")[:page])
             if keys:
-                whole = Session.objects.filter(pk__in=[pk for pk, _ in keys])
+                # Still expired when built: a session resumed since its key was read is
+                # left for a later run.
+                whole = expired.filter(pk__in=[pk for pk, _ in keys])
                 yield from whole.select_related("team", "agent").order_by("ended_at", "pk")
             if len(keys) < page:
                 break
@@ -91,11 +93,21 @@ def _write_archive(path: Path, doc: dict) -> None:
 
 def session_retire(session: Session, *, root: Path) -> tuple[Path, bool]:
     """Archive one session under ``root``, then delete it with everything hanging off it.
-    Returns the archive's path and whether the session was still there to delete."""
+
+    Returns the archive's path and whether the session was deleted. It is not when it is
+    gone already, or when it was resumed after it was read (its new events are not in the
+    archive): the row is locked as ingestion locks it, and deleted only while it is still
+    closed at the same time.
+    """
     path = root / session.team.slug / f"{session.ended_at:%Y-%m}" / f"{session.pk}.json.gz"
     _write_archive(path, document([session], team=session.team))
     with transaction.atomic():
-        deleted, _ = Session.objects.filter(pk=session.pk).delete()
+        unchanged = Session.objects.select_for_update().filter(
+            pk=session.pk, status=session.status, ended_at=session.ended_at
+        )
+        if not unchanged.exists():
+            return path, False
+        deleted, _ = unchanged.delete()
     return path, bool(deleted)
 
 

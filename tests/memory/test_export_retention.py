@@ -22,7 +22,12 @@ from memory.continuity import continuity_continue
 from memory.export import document_import, session_export
 from memory.models import ContinuityRecord, Observation, Pin, StreamTail, Summary
 from memory.pins import pin_create
-from memory.retention import expired_count, expired_sessions, retention_apply
+from memory.retention import (
+    expired_count,
+    expired_sessions,
+    retention_apply,
+    session_retire,
+)
 from sessionhub.models import Team
 from tests.conftest import claude_code_hooks, openclaw_hooks
 from tests.factories import AgentFactory, SessionFactory
@@ -241,3 +246,22 @@ def test_expired_sessions_are_read_in_pages_each_once(tmp_path: Path) -> None:
     assert result.archived == result.deleted == 15
     assert not Session.objects.filter(pk__in=expired).exists()
     assert Session.objects.count() == 6
+
+
+def test_a_session_resumed_after_it_was_read_is_archived_but_kept(tmp_path: Path) -> None:
+    """Retention reads a session, then archives it: if the gateway resumes it meanwhile,
+    its new events would not be in the archive, so the delete leaves it."""
+    session = SessionFactory(
+        started_at=timezone.now() - timedelta(days=101),
+        ended_at=timezone.now() - timedelta(days=100),
+    )
+    (read,) = expired_sessions(days=30)
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.ACTIVE, ended_at=None)
+    path, deleted = session_retire(read, root=tmp_path)
+    assert path.exists()
+    assert not deleted
+    assert Session.objects.filter(pk=session.pk, status=SessionStatus.ACTIVE).exists()
+
+    Session.objects.filter(pk=session.pk).update(status=SessionStatus.ENDED, ended_at=read.ended_at)
+    assert session_retire(read, root=tmp_path)[1]
+    assert not Session.objects.filter(pk=session.pk).exists()
