@@ -332,6 +332,9 @@ class Measure:
         self.world = world
         self.runs = runs
         self.level = level
+        # Every argument a figure's function is called with: timed()'s three warm-up calls,
+        # its measured runs, and capture()'s one call.
+        self.calls = [-3, -2, -1, *range(runs), 10_000_000 + level]
         self.web = Client()
         self.web.force_login(world.user)
         self.statements: dict[str, list[tuple[str, Any]]] = {}
@@ -341,7 +344,7 @@ class Measure:
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as captured:
-            fn(10_000_000 + self.level)
+            fn(self.calls[-1])
         self.statements[figure] = [(q["sql"], None) for q in captured.captured_queries]
 
     def all(self) -> dict[str, list[float]]:
@@ -368,7 +371,7 @@ class Measure:
         def busy_new(i: int) -> str:
             return f"scale-busy-new-{self.level}-{i}"
 
-        for i in [-3, -2, -1, *range(self.runs), 10_000_000 + self.level]:
+        for i in self.calls:
             w.post("/api/v1/hooks/claude-code", hook(new(i), "SessionStart", source="startup"))
             w.post(
                 "/api/v1/hooks/claude-code",
@@ -422,7 +425,6 @@ class Measure:
             name=f"retired-{self.level}",
             project=f"/home/dev/src/retired-{self.level}",
         )
-        calls = [-3, -2, -1, *range(self.runs), 10_000_000 + self.level]
         rows = {
             i: w._session_row(
                 w.team,
@@ -431,7 +433,7 @@ class Measure:
                 f"scale-retired-{self.level}-{n}",
                 RETIRED_EVENTS,
             )
-            for n, i in enumerate(calls)
+            for n, i in enumerate(self.calls)
         }
         copy_rows(Session, rows.values())
         copy_rows(LifecycleEvent, w._events(list(rows.values()), RETIRED_EVENTS))
