@@ -1,5 +1,6 @@
-"""Retention: closed sessions past the configured age are archived to gzipped JSON, then
-deleted. Nothing is deleted that was not archived (and read back) first."""
+"""Retention: closed sessions past the configured age, and events that never found their
+session, are archived to gzipped JSON, then deleted. Nothing is deleted that was not
+archived (and read back) first."""
 
 from __future__ import annotations
 
@@ -17,11 +18,15 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from lifecycle.models import Agent, LifecycleEvent, Session, SessionStatus
+from sessionhub.models import Team
 
 from .export import document
 
 # Expired sessions read per query (see ``expired_sessions``).
 EXPIRED_PAGE = 500
+# Expired orphan events per archive file (see ``_prune_orphans``).
+ORPHAN_PAGE = 5_000
+ORPHAN_FORMAT = "sessionhub.orphan-events/1"
 
 
 @dataclass
@@ -76,18 +81,19 @@ def expired_sessions(
             rows = agent_rows.filter(Q(ended_at__gt=ended_at) | Q(ended_at=ended_at, pk__gt=pk))
 
 
-def _write_archive(path: Path, doc: dict) -> None:
-    """Write atomically and durably, then read it back: the delete depends on it."""
+def _write_archive(path: Path, doc: dict, *, items: str = "sessions") -> None:
+    """Write atomically and durably, then read it back: the delete depends on it. The read
+    must give back the ids of ``doc[items]``, in order."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".tmp")
     with gzip.open(temporary, "wt", encoding="utf-8") as handle:
-        json.dump(doc, handle, ensure_ascii=False)
+        json.dump(doc, handle, ensure_ascii=False, default=str)
     with open(temporary, "rb") as raw:
         os.fsync(raw.fileno())
     os.replace(temporary, path)
     with gzip.open(path, "rt", encoding="utf-8") as handle:
         back = json.load(handle)
-    if [s["id"] for s in back["sessions"]] != [s["id"] for s in doc["sessions"]]:
+    if [str(i["id"]) for i in back[items]] != [str(i["id"]) for i in doc[items]]:
         raise OSError(f"archive {path} does not read back")
 
 
@@ -141,20 +147,20 @@ def retention_apply(
 
 
 def _prune_orphans(*, days: int, root: Path, now: datetime, result: RetentionResult) -> None:
-    """Events that never found their session, archived and deleted like sessions."""
+    """Events that never found their session, archived under their team a page per file,
+    then deleted. An event adopted by its session after it was read is left in place."""
     old = LifecycleEvent.objects.filter(
         session__isnull=True, received_at__lt=now - timedelta(days=days)
     )
-    rows = list(old.order_by("id").values())
-    if not rows:
-        return
-    path = root / "orphan-events" / f"{now:%Y%m%dT%H%M%S}.json.gz"
-    doc = {"format": "sessionhub.orphan-events/1", "sessions": [], "events": rows}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with gzip.open(path, "wt", encoding="utf-8") as handle:
-        json.dump(doc, handle, default=str)
-    with gzip.open(path, "rt", encoding="utf-8") as handle:
-        if len(json.load(handle)["events"]) != len(rows):
-            raise OSError(f"archive {path} does not read back")
-    LifecycleEvent.objects.filter(pk__in=[r["id"] for r in rows]).delete()
-    result.files.append(str(path))
+    for team in Team.objects.filter(pk__in=old.values("team_id")).order_by("pk"):
+        last, page = 0, 0
+        while rows := list(
+            old.filter(team=team, pk__gt=last).order_by("pk").values()[:ORPHAN_PAGE]
+        ):
+            page += 1
+            path = root / team.slug / "orphan-events" / f"{now:%Y%m%dT%H%M%S}-{page}.json.gz"
+            doc = {"format": ORPHAN_FORMAT, "team": team.slug, "sessions": [], "events": rows}
+            _write_archive(path, doc, items="events")
+            last = rows[-1]["id"]
+            old.filter(pk__in=[row["id"] for row in rows]).delete()
+            result.files.append(str(path))

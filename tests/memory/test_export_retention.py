@@ -18,6 +18,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
+from memory import retention
 from memory.continuity import continuity_continue
 from memory.export import document_import, session_export
 from memory.models import ContinuityRecord, Observation, Pin, StreamTail, Summary
@@ -265,3 +266,87 @@ def test_a_session_resumed_after_it_was_read_is_archived_but_kept(tmp_path: Path
     Session.objects.filter(pk=session.pk).update(status=SessionStatus.ENDED, ended_at=read.ended_at)
     assert session_retire(read, root=tmp_path)[1]
     assert not Session.objects.filter(pk=session.pk).exists()
+
+
+def _orphans(client: APIClient, keys: list[str]) -> None:
+    """OpenClaw commands that name only a session key: they wait as orphans."""
+    bodies = [
+        {
+            "hook": "command:reset",
+            "event": {},
+            "ctx": {"agentId": "research", "sessionKey": key},
+            "ts": 1795313897000 + n,
+        }
+        for n, key in enumerate(keys)
+    ]
+    assert client.post("/api/v1/hooks/openclaw", bodies, format="json").status_code == 200
+
+
+def test_orphan_events_are_archived_under_their_team_a_page_a_file(
+    api: APIClient, stranger: APIClient, tmp_path: Path
+) -> None:
+    _orphans(api, [f"acme:key:{n}" for n in range(5)])
+    _orphans(stranger, ["globex:key:0"])
+    LifecycleEvent.objects.update(received_at=timezone.now() - timedelta(days=100))
+    _orphans(api, ["acme:key:recent"])
+    recent = LifecycleEvent.objects.get(orphan_key="acme:key:recent")
+    old = {
+        team: set(
+            LifecycleEvent.objects.filter(team__slug=team)
+            .exclude(pk=recent.pk)
+            .values_list("pk", flat=True)
+        )
+        for team in ("acme", "globex")
+    }
+
+    with patch("memory.retention.ORPHAN_PAGE", 2):
+        result = retention_apply(days=30, archive_dir=tmp_path)
+
+    archived: dict[str, list[int]] = {"acme": [], "globex": []}
+    for name in result.files:
+        path = Path(name)
+        assert path.parent == tmp_path / path.parent.parent.name / "orphan-events"
+        with gzip.open(path, "rt") as handle:
+            doc = json.load(handle)
+        assert doc["format"] == "sessionhub.orphan-events/1"
+        assert path.parent.parent.name == doc["team"]
+        assert 1 <= len(doc["events"]) <= 2
+        archived[doc["team"]] += [event["id"] for event in doc["events"]]
+    assert len(result.files) == 4  # acme's five in three files, globex's one in one
+    assert {team: set(ids) for team, ids in archived.items()} == old
+    assert sum(map(len, archived.values())) == 6  # each once
+    assert LifecycleEvent.objects.get() == recent
+
+
+def test_an_orphan_adopted_after_it_was_read_is_archived_but_kept(
+    api: APIClient, tmp_path: Path
+) -> None:
+    """Between the archive and the delete, its session starts and adopts the event: the
+    event now belongs to a live session, so the delete leaves it."""
+    _orphans(api, ["acme:key:late"])
+    LifecycleEvent.objects.update(received_at=timezone.now() - timedelta(days=100))
+    session = SessionFactory(agent__team=Team.objects.get(slug="acme"))
+    real_write = retention._write_archive
+
+    def write_then_adopt(path: Path, doc: dict, **kw: Any) -> None:
+        real_write(path, doc, **kw)
+        LifecycleEvent.objects.update(session=session, orphan_key="")
+
+    with patch("memory.retention._write_archive", side_effect=write_then_adopt):
+        result = retention_apply(days=30, archive_dir=tmp_path)
+    (path,) = result.files
+    with gzip.open(path, "rt") as handle:
+        assert len(json.load(handle)["events"]) == 1
+    assert LifecycleEvent.objects.get().session == session
+
+
+def test_orphans_are_kept_when_their_archive_cannot_be_written(
+    api: APIClient, tmp_path: Path
+) -> None:
+    _orphans(api, ["acme:key:0"])
+    LifecycleEvent.objects.update(received_at=timezone.now() - timedelta(days=100))
+    blocked = tmp_path / "acme"
+    blocked.write_text("a file where the team's archive folder should be")
+    with pytest.raises(OSError):
+        retention_apply(days=30, archive_dir=tmp_path)
+    assert LifecycleEvent.objects.count() == 1
