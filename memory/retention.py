@@ -86,8 +86,10 @@ def _write_archive(path: Path, doc: dict, *, items: str = "sessions") -> None:
     must give back the ids of ``doc[items]``, in order."""
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(path.suffix + ".tmp")
+    # One string, not ``json.dump``'s stream of pieces: only ``dumps`` uses the C encoder.
+    text = json.dumps(doc, ensure_ascii=False, default=str)
     with gzip.open(temporary, "wt", encoding="utf-8") as handle:
-        json.dump(doc, handle, ensure_ascii=False, default=str)
+        handle.write(text)
     with open(temporary, "rb") as raw:
         os.fsync(raw.fileno())
     os.replace(temporary, path)
