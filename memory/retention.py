@@ -164,5 +164,5 @@ def _prune_orphans(*, days: int, root: Path, now: datetime, result: RetentionRes
             doc = {"format": ORPHAN_FORMAT, "team": team.slug, "sessions": [], "events": rows}
             _write_archive(path, doc, items="events")
             last = rows[-1]["id"]
-            old.filter(pk__in=[row["id"] for row in rows]).delete()
+            old.filter(pk__in=[row["id"] for row in rows]).only("pk").delete()
             result.files.append(str(path))
