@@ -155,12 +155,14 @@ def _prune_orphans(*, days: int, root: Path, now: datetime, result: RetentionRes
         session__isnull=True, received_at__lt=now - timedelta(days=days)
     )
     for team in Team.objects.filter(pk__in=old.values("team_id")).order_by("pk"):
-        last, page = 0, 0
+        last = 0
         while rows := list(
             old.filter(team=team, pk__gt=last).order_by("pk").values()[:ORPHAN_PAGE]
         ):
-            page += 1
-            path = root / team.slug / "orphan-events" / f"{now:%Y%m%dT%H%M%S}-{page}.json.gz"
+            # Named by the ids it holds: a run started in the same second cannot replace a
+            # file whose events are gone with one that lacks them.
+            name = f"{now:%Y%m%dT%H%M%S}-{rows[0]['id']}-{rows[-1]['id']}.json.gz"
+            path = root / team.slug / "orphan-events" / name
             doc = {"format": ORPHAN_FORMAT, "team": team.slug, "sessions": [], "events": rows}
             _write_archive(path, doc, items="events")
             last = rows[-1]["id"]

@@ -311,6 +311,8 @@ def test_orphan_events_are_archived_under_their_team_a_page_a_file(
         assert doc["format"] == "sessionhub.orphan-events/1"
         assert path.parent.parent.name == doc["team"]
         assert 1 <= len(doc["events"]) <= 2
+        first, last = map(int, path.name.removesuffix(".json.gz").split("-")[1:])
+        assert (first, last) == (doc["events"][0]["id"], doc["events"][-1]["id"])
         archived[doc["team"]] += [event["id"] for event in doc["events"]]
     assert len(result.files) == 4  # acme's five in three files, globex's one in one
     assert {team: set(ids) for team, ids in archived.items()} == old
