@@ -305,6 +305,10 @@ def test_fixtures_in_order_then_a_new_session_hears_of_the_right_one(api: APICli
             }
             if line["hook_event_name"] in ("Stop", "SessionEnd"):
                 extra["reasoning_tail"] = thinking
+            if line["hook_event_name"] == "SessionEnd":
+                # The fixtures plant their open task in the thinking, which is no source
+                # of tasks (issue 32): the session's last words hand it on here.
+                extra["final_message"] = thinking
             response = api.post(
                 "/api/v1/hooks/claude-code", {**line, "sessionhub": extra}, format="json"
             )
