@@ -82,7 +82,10 @@ def judge_final(final: str) -> Outcome:
 
 
 def failure_detail(facts: dict[str, Any]) -> str:
-    error = str(facts.get("error") or "").strip()
+    """ "API error: overloaded (HTTP 529)" from what the gateway said of the error."""
+    error = str(facts.get("error_type") or facts.get("error") or "").strip()
+    if error.endswith("_error") and error != "api_error":
+        error = error[: -len("_error")]
     status = facts.get("error_status")
     words = error.replace("_", " ") if error and error != "unknown" else "an error"
     if isinstance(status, int) and not isinstance(status, bool):

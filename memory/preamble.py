@@ -291,7 +291,9 @@ def render_preamble(
         quoted.append(candidate.session.pk)
     if not quoted:
         return ""
-    projects = _projects(c.features.active_projects if c.features else [] for c in chosen)
+    projects = _projects(
+        c.features.active_projects if c.features else [] for c in chosen if c.session.pk in quoted
+    )
     if projects:
         out.lines.append("")
         out.add("ACTIVE PROJECTS: " + ", ".join(projects[:3]))

@@ -1070,13 +1070,21 @@ def transcript_turn_state(path: str) -> dict | None:
                 return None  # a prompt after the last answer: nothing to say of that answer
             continue
         if _api_error(record, message):
-            state: dict = {"api_error": str(record.get("error") or "unknown")[:100]}
-            status = record.get("apiErrorStatus")
-            if isinstance(status, int) and not isinstance(status, bool):
-                state["status"] = status
-            return state
+            return api_error_state(record)
         return None
     return None
+
+
+def api_error_state(record: dict) -> dict:
+    """What an API error record says of the error: its kind, HTTP status and type."""
+    state: dict = {"api_error": str(record.get("error") or "unknown")[:100]}
+    status = record.get("apiErrorStatus")
+    if isinstance(status, int) and not isinstance(status, bool):
+        state["status"] = status
+    kind = record.get("apiErrorType")
+    if isinstance(kind, str) and kind:
+        state["type"] = kind[:100]
+    return state
 
 
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
@@ -1306,6 +1314,7 @@ def build_event(hook: dict, deadline: Deadline, queued: str = "") -> dict:
         failed = _failed_turn(hook)
         if failed is not None:
             meta["event_id"] = failed["sessionhub"]["event_id"]
+            meta["turn"] = failed["sessionhub"]["turn"]
     meta["client"] = CLIENT
     event = dict(hook)
     event["sessionhub"] = meta
@@ -1331,6 +1340,7 @@ def _failed_turn(hook: dict) -> dict | None:
         "event_id": f"stopfailure:{record['uuid']}"[:200],
         "occurred_at": stamp if isinstance(stamp, str) else _utc_now(),
         "client": CLIENT,
+        "turn": api_error_state(record),
     }
     event = {k: hook[k] for k in ("session_id", "transcript_path", "cwd") if k in hook}
     event |= {

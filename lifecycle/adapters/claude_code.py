@@ -209,24 +209,23 @@ def _turn_facts(
 ) -> dict[str, Any]:
     """A turn's (or a session's) last words and reasoning, and whether it failed."""
     facts: dict[str, Any] = {}
+    turn = extra.get("turn") if isinstance(extra.get("turn"), dict) else {}
     if hook == "StopFailure":
         # A turn that an API error ended: no final message, whatever text came with it.
         facts["failed"] = True
         facts["error"] = opt_str(body, "error", "error", max_length=200) or "unknown"
         facts["final_message"] = ""
         facts["reasoning"] = ""
+        facts.update(_error_details(turn))
         return facts
-    turn = extra.get("turn")
-    if kind in (EventKind.TURN_END, EventKind.SESSION_END) and isinstance(turn, dict):
+    if kind in (EventKind.TURN_END, EventKind.SESSION_END) and turn:
         # What the client read at the transcript's end that the hook does not say: an API
         # error (releases without StopFailure fire Stop after one), an interruption.
         error = turn.get("api_error")
         if isinstance(error, str) and error:
             facts["failed"] = True
             facts["error"] = error[:200]
-            status = turn.get("status")
-            if type(status) is int and 100 <= status < 1000:
-                facts["error_status"] = status
+            facts.update(_error_details(turn))
         elif turn.get("interrupted") is True:
             facts["interrupted"] = True
     if facts.get("failed") and kind == EventKind.TURN_END:
@@ -252,6 +251,18 @@ def _turn_facts(
         # memory is distilled there, not only at its end.
         facts["summarize"] = True
     return facts
+
+
+def _error_details(turn: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP status and type of an API error, as the client read them."""
+    details: dict[str, Any] = {}
+    status = turn.get("status")
+    if type(status) is int and 100 <= status < 1000:
+        details["error_status"] = status
+    kind = turn.get("type")
+    if isinstance(kind, str) and kind:
+        details["error_type"] = kind[:100]
+    return details
 
 
 def _context_facts(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
