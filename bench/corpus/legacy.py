@@ -291,7 +291,8 @@ def sessions() -> list[Builder]:
     )
     s.tool("TodoWrite", third, _todo_result(_todos(), third))
     s.say(
-        "Updated the ORM models to the new address columns. Remaining: run the migration on staging."
+        "Updated the ORM models to the new address columns. "
+        "Remaining: run the migration on staging."
     )
     s.stop()
     s.at(9).hook("SessionEnd", reason="prompt_input_exit")
@@ -368,7 +369,8 @@ def sessions() -> list[Builder]:
             "content": [
                 {
                     "type": "text",
-                    "text": "Three call sites: the CSV export, the search index, the invoice header.",
+                    "text": "Three call sites: the CSV export, the search index, "
+                    "the invoice header.",
                 }
             ]
         },
@@ -388,7 +390,8 @@ def sessions() -> list[Builder]:
         "Bash",
         {"command": "grep -rn 'contact.street' crm/ # TODO check the vendored copy too"},
         {
-            "stdout": "crm/export/csv.py:40:    row.append(contact.street)  # TODO: drop after migration\ncrm/search/index.py:22: doc['street'] = contact.street",
+            "stdout": "crm/export/csv.py:40:    row.append(contact.street)  # TODO: drop after "
+            "migration\ncrm/search/index.py:22: doc['street'] = contact.street",
             "stderr": "",
             "interrupted": False,
         },
@@ -416,7 +419,8 @@ def sessions() -> list[Builder]:
             "content": [
                 {
                     "type": "text",
-                    "text": "Three call sites: the CSV export, the search index, the invoice header.",
+                    "text": "Three call sites: the CSV export, the search index, "
+                    "the invoice header.",
                 }
             ]
         },

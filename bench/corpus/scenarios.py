@@ -155,28 +155,34 @@ PLAN_THINKING = (
     "TODO: check how the secret is rotated"
 )
 
-PASTED_DEPLOY_LOG = """The dashboard build fails on CI since this morning. Log:
-
-```
-$ npm run build
-> web-dashboard@3.4.0 build
-> vite build
-vite v5.4.2 building for production...
-transforming (412) src/components/DatePicker/index.tsx
-[vite]: Rollup failed to resolve import "date-fns-tz" from "src/components/DatePicker/zone.ts".
-This is most likely unintended because it can break your application at runtime.
-error during build:
-Error: [vite]: Rollup failed to resolve import "date-fns-tz" from "src/components/DatePicker/zone.ts".
-    at viteWarn (node_modules/vite/dist/node/chunks/dep-CDnG8rE7.js:65839:17)
-    at onwarn (node_modules/@vitejs/plugin-react/dist/index.mjs:280:9)
-    at onRollupWarning (node_modules/vite/dist/node/chunks/dep-CDnG8rE7.js:65869:5)
-    // TODO: remove this fallback once the locale loader is async
-npm ERR! code 1
-npm ERR! path /builds/acme/web-dashboard
-npm ERR! command failed
-```
-
-What broke?"""
+PASTED_DEPLOY_LOG = "\n".join(
+    [
+        "The dashboard build fails on CI since this morning. Log:",
+        "",
+        "```",
+        "$ npm run build",
+        "> web-dashboard@3.4.0 build",
+        "> vite build",
+        "vite v5.4.2 building for production...",
+        "transforming (412) src/components/DatePicker/index.tsx",
+        '[vite]: Rollup failed to resolve import "date-f'
+        'ns-tz" from "src/components/DatePicker/zone.ts".',
+        "This is most likely unintended because it can break your application at runtime.",
+        "error during build:",
+        'Error: [vite]: Rollup failed to resolve import "dat'
+        'e-fns-tz" from "src/components/DatePicker/zone.ts".',
+        "    at viteWarn (node_modules/vite/dist/node/chunks/dep-CDnG8rE7.js:65839:17)",
+        "    at onwarn (node_modules/@vitejs/plugin-react/dist/index.mjs:280:9)",
+        "    at onRollupWarning (node_modules/vite/dist/node/chunks/dep-CDnG8rE7.js:65869:5)",
+        "    // TODO: remove this fallback once the locale loader is async",
+        "npm ERR! code 1",
+        "npm ERR! path /builds/acme/web-dashboard",
+        "npm ERR! command failed",
+        "```",
+        "",
+        "What broke?",
+    ]
+)
 
 WEBHOOK_LOG_PROMPT = """The webhook handler returns 500 on replayed events. From the API log:
 
@@ -958,7 +964,8 @@ SESSIONS: tuple[Session, ...] = (
                     task("Fix the iOS pod install errors"),
                     update(1, "completed"),
                     final(
-                        "The iOS pods install cleanly on 0.76. Remaining: the Android Gradle plugin version."
+                        "The iOS pods install cleanly on 0.76. "
+                        "Remaining: the Android Gradle plugin version."
                     ),
                 ),
             ),

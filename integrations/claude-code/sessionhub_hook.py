@@ -30,7 +30,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from typing import Any, BinaryIO, TextIO
 
 
@@ -976,8 +976,15 @@ def transcript_predecessor(path: str, own_id: str) -> str | None:
     lines = data.split(b"\n")
     if len(data) == TRANSCRIPT_HEAD:
         lines = lines[:-1]  # the last line may be cut
+    own = own_id.encode("utf-8", "replace")
     for line in lines:
-        if b"essionId" not in line and b"forkedFrom" not in line and b"continued from" not in line:
+        # Cheap filter, for the hot path: a record of this session names it in every id it
+        # holds; only a record that names something else, or a summary, is parsed.
+        if not (
+            b"forkedFrom" in line
+            or b"continued from a previous" in line
+            or (b"essionId" in line and line.count(b"essionId") > line.count(own))
+        ):
             continue
         try:
             record = json.loads(line)
@@ -1049,7 +1056,7 @@ def transcript_turn_state(path: str) -> dict | None:
     """How the main conversation's last turn ended, when the transcript says more than
     the hook: an API error Claude Code wrote in the model's place (releases without
     StopFailure fire Stop after it), or the user interrupting the turn. None otherwise."""
-    for record in reversed(_transcript_window(path, ("assistant", "user"))):
+    for record in _records_from_the_end(path):
         if record.get("isSidechain"):
             continue
         message = record.get("message")
@@ -1073,6 +1080,31 @@ def transcript_turn_state(path: str) -> dict | None:
             return api_error_state(record)
         return None
     return None
+
+
+def _records_from_the_end(path: str) -> Iterator[dict]:
+    """The user and assistant records of the transcript's last TRANSCRIPT_WINDOW bytes,
+    newest first, each parsed only when asked for (the caller stops at the first that
+    tells it what it wants)."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            handle.seek(max(0, size - TRANSCRIPT_WINDOW))
+            data = handle.read()
+    except (OSError, TypeError, ValueError):
+        return
+    lines = data.split(b"\n")
+    if size > TRANSCRIPT_WINDOW:
+        lines = lines[1:]  # the first line may be cut
+    for line in reversed(lines):
+        if b'"assistant"' not in line and b'"user"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a half-written last line
+        if isinstance(record, dict) and record.get("type") in ("assistant", "user"):
+            yield record
 
 
 def api_error_state(record: dict) -> dict:
@@ -1271,7 +1303,10 @@ def build_event(hook: dict, deadline: Deadline, queued: str = "") -> dict:
     if queued:
         stamp, _, random = os.path.basename(queued).partition("-")
         seconds = int(stamp) / 1e9
-        meta = {"event_id": _uuid4(bytes.fromhex(random[:32])), "occurred_at": _utc_now(seconds)}
+        meta: dict = {
+            "event_id": _uuid4(bytes.fromhex(random[:32])),
+            "occurred_at": _utc_now(seconds),
+        }
     else:
         meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
     cwd = hook.get("cwd")

@@ -209,7 +209,8 @@ def _turn_facts(
 ) -> dict[str, Any]:
     """A turn's (or a session's) last words and reasoning, and whether it failed."""
     facts: dict[str, Any] = {}
-    turn = extra.get("turn") if isinstance(extra.get("turn"), dict) else {}
+    found = extra.get("turn")
+    turn: dict[str, Any] = found if isinstance(found, dict) else {}
     if hook == "StopFailure":
         # A turn that an API error ended: no final message, whatever text came with it.
         facts["failed"] = True
