@@ -471,7 +471,7 @@ def evaluate(corpus: Corpus) -> Result:
             answer = record_as_dict(record)
             source = answer["sources"][0]["session_id"] if answer["sources"] else None
             tops[stage] = name_of_pk.get(_uuid(source)) if source else None
-        why = {stage: record.reason for stage, record in records.items()}
+        why = {stage: getattr(record, "reason", "") for stage, record in records.items()}
         start_top = tops.get(ContinuityRecord.Stage.START)
         prompt_top = tops.get(ContinuityRecord.Stage.PROMPT, start_top)
         if t["start"] is not None:
@@ -559,8 +559,8 @@ def table(result: Result) -> str:
             f"{result.precision:.2f} ({result.tasks_right}/{result.tasks_stored})",
         ),
         (
-            "unfinished shown as completed (target 0)",
-            f"{len(result.shown_completed)} of {result.unfinished} unfinished",
+            "unfinished shown as completed, in summaries or preambles (target 0)",
+            f"{len(result.shown_completed)} ({result.unfinished} sessions unfinished)",
         ),
         ("last-turn outcome right", f"{result.outcome_right}/{result.outcome_total}"),
         (
