@@ -337,8 +337,12 @@ def _llm_spend(team_id: int, day: date, tokens: int) -> None:
 
 
 def summary_build(session: Session, texts: dict[str, Any] | None = None) -> Summary:
-    """(Re)build the session's summary; the LLM when configured and within budget."""
-    texts = texts if texts is not None else _texts(session)
+    """(Re)build the session's summary; the LLM when configured and within budget. Asked
+    on its own (no ``texts``: a resummarize), its features are rebuilt first, from the
+    same rules: the summary reads their pending tasks."""
+    if texts is None:
+        texts = _texts(session)
+        _features_refresh(session, texts)
     observations = list(
         Observation.objects.filter(session=session).values_list("tool_name", "input_digest")
     )

@@ -1407,6 +1407,10 @@ def fit_event(event: dict) -> dict:
     return cut
 
 
+# Strings whose end matters more than their middle when they must be cut.
+ENDS_KEPT = frozenset({"last_assistant_message", "sessionhub.final_message"})
+
+
 def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) -> object:
     """A copy of value with every string longer than limit cut (not sessionhub's own ids)."""
     if isinstance(value, str):
@@ -1414,7 +1418,12 @@ def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) 
             return value
         cut = len(value) - limit
         trimmed[path or "$"] = cut
-        return value[:limit] + f"… [sessionhub-hook cut {cut} of {len(value)} characters]"
+        marker = f"… [sessionhub-hook cut {cut} of {len(value)} characters] …"
+        if path in ENDS_KEPT:
+            # A final message ends with what was done: its head and its end are kept.
+            head = limit // 4
+            return value[:head] + marker + value[len(value) - (limit - head) :]
+        return value[:limit] + marker[:-2]
     if isinstance(value, dict):
         return {
             k: _cut_strings(v, limit, f"{path}.{k}" if path else str(k), trimmed)

@@ -1311,3 +1311,16 @@ def test_stop_and_end_carry_the_earlier_session_and_the_turn_state(configured, s
     meta = server.requests[0]["body"]["sessionhub"]
     assert meta["resumed_from"] == EARLIER
     assert meta["turn"] == {"api_error": "server_error", "status": 502}
+
+
+def test_an_oversized_final_message_keeps_its_head_and_its_end():
+    report = "Head of the report. " + "z" * 200_000 + " The run drops from 48 to 19 minutes."
+    event = {
+        "sessionhub": {"event_id": "e", "final_message": report},
+        "last_assistant_message": report,
+    }
+    fitted = client.fit_event(event)
+    for text in (fitted["last_assistant_message"], fitted["sessionhub"]["final_message"]):
+        assert text.startswith("Head of the report.")
+        assert text.endswith("from 48 to 19 minutes.")
+        assert "sessionhub-hook cut" in text and len(text) < client.MAX_STRING_CHARS + 100
