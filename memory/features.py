@@ -323,20 +323,27 @@ def _sentence_around(text: str, start: int, end: int, limit: int = 200) -> str:
     return text[left:right].strip()[:limit]
 
 
-# Text that is not prose: fenced code, and lines of code or logs (a comment, a stack
-# frame, a line that starts with a timestamp or a shell prompt). A TODO in pasted code is
-# the code's, not the user's.
+# Text that is not prose: fenced code, and lines of logs or output (a stack frame, a line
+# that starts with a timestamp or a shell prompt, npm's errors). A TODO in pasted code is
+# the code's, not the user's; so is one on a line of code that says it is a comment.
 _FENCE = re.compile(r"```.*?(?:```|$)", re.S)
-_CODE_LINE = re.compile(
-    r"^\s*(?://|#|/\*|\*|--|<!--|\$ |> |at |File \"|\d{4}-\d\d-\d\d[T ]\d|npm (?:ERR|WARN))"
+_LOG_LINE = re.compile(
+    r"^\s*(?:\$ |> |at |File \"|\d{4}-\d\d-\d\d[T ]\d|npm (?:ERR|WARN)|Traceback \()"
 )
+_COMMENT_LINE = re.compile(r"\s*(?://|#|/\*|\*|--|<!--)")
 
 
 def prose(text: str) -> str:
-    """A text without its fenced code and its lines of code or log output."""
+    """A text without its fenced code and its lines of logs or output."""
     if "```" in text:
         text = _FENCE.sub("\n", text)
-    return "\n".join(line for line in text.split("\n") if not _CODE_LINE.match(line))
+    return "\n".join(line for line in text.split("\n") if not _LOG_LINE.match(line))
+
+
+def _in_comment(text: str, at: int) -> bool:
+    """Whether position ``at`` of a text is on a line that opens as a code comment."""
+    start = text.rfind("\n", 0, at) + 1
+    return bool(_COMMENT_LINE.match(text, start))
 
 
 # --- the session's own task list -----------------------------------------------------
@@ -430,6 +437,8 @@ def task_states(
             continue
         completions += [(position, sentence) for sentence in completion_sentences([text])]
         for match in _TASK_ID.finditer(text):
+            if _in_comment(text, match.start()):
+                continue
             task_id = match.group(1).lower()
             sentence = _sentence_around(text, match.start(), match.end())
             if _DONE.search(sentence) and not _MARKER.search(sentence):
@@ -438,8 +447,14 @@ def task_states(
                 continue
             done.discard(task_id)
             found.setdefault(task_id, PendingTask(task_id, sentence, source))
-        notes = [_sentence_around(text, m.start(), m.end()) for m in _MARKER.finditer(text)] + [
-            text[m.end() : _sentence_end(text, m.end())].strip() for m in _HANDOFF.finditer(text)
+        notes = [
+            _sentence_around(text, m.start(), m.end())
+            for m in _MARKER.finditer(text)
+            if not _in_comment(text, m.start())
+        ] + [
+            text[m.end() : _sentence_end(text, m.end())].strip()
+            for m in _HANDOFF.finditer(text)
+            if not _in_comment(text, m.start())
         ]
         for sentence in notes:
             if not sentence or _TASK_ID.search(sentence):
