@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SessionHub hook client for Claude Code.
+"""SessionHub hook client for Claude Code (and for Codex CLI and Gemini CLI).
 
 Claude Code runs this file as a command hook: it reads the hook's JSON on stdin, adds a
 ``sessionhub`` key (event id, timestamp, git remote, final message, reasoning tail), and
@@ -8,7 +8,9 @@ reached the event goes to a local spool that the next hook call (or ``flush``) s
 first. On ``SessionStart`` (a project-level preamble) and on the session's first
 ``UserPromptSubmit`` (a preamble chosen by relevance to the prompt) it asks the server for
 continuity and prints it as ``hookSpecificOutput.additionalContext``; nothing else is
-ever written to stdout in hook mode, and the hook never fails.
+ever written to stdout in hook mode, and the hook never fails. Codex CLI and Gemini CLI
+run it the same way with ``hook --gateway codex`` or ``--gateway gemini-cli`` (their part
+is the section "Codex, Gemini" below).
 
 Standard library only, and only cheap modules imported at start-up: hooks run on the
 agent's hot path, so everything heavier is imported where it is used.
@@ -2435,8 +2437,8 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="sessionhub-hook",
-        description="Claude Code hook client for SessionHub. Without a subcommand it "
-        "reads one hook event on stdin and sends it.",
+        description="Claude Code (and Codex CLI, Gemini CLI) hook client for SessionHub. "
+        "Without a subcommand it reads one hook event on stdin and sends it.",
     )
     parser.add_argument("--version", action="version", version=f"sessionhub-hook {VERSION}")
     sub = parser.add_subparsers(dest="command")
