@@ -2332,7 +2332,11 @@ def install_cli_hooks(args: argparse.Namespace, out: TextIO) -> None:
     """``install --codex`` / ``--gemini-cli``: write the hooks, then (Codex) trust them."""
     gateway = args.gateway
     path = cli_settings_path(gateway, args.scope or "user", args.settings)
-    settings = merge_cli_hooks(_load_json_file(path), gateway, args.hook_command)
+    try:
+        current = _load_json_file(path)
+    except ValueError as exc:  # Gemini CLI's settings may hold comments: left as they are
+        raise ValueError(f"{path} is not plain JSON, so it is left alone ({exc})") from exc
+    settings = merge_cli_hooks(current, gateway, args.hook_command)
     if not args.hook_command:
         write_queue_script()
     changed = _write_json_file(path, settings)
@@ -2609,7 +2613,8 @@ def main(
             raw = _read_all(stdin or sys.stdin)
             if raw.strip():
                 try:
-                    queue_event(raw, start_sender=stdin is None, gateway=mode[1])
+                    named = "" if mode[1] == CLAUDE_CODE else mode[1]
+                    queue_event(raw, start_sender=stdin is None, gateway=named)
                 except OSError as exc:
                     log(f"cannot queue the event, sending it now: {exc}")
                     run_hook(raw, Config(), out, Deadline(Config().timeout), mode[1])

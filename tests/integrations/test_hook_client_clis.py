@@ -511,3 +511,14 @@ def test_a_shared_command_names_the_gateway(home, tmp_path):
         == "sessionhub-hook hook --queue --gateway codex"
     )
     assert log_text(home) == ""
+
+
+def test_settings_with_comments_are_left_alone(home, capsys):
+    settings = home / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    text = '{\n  // my theme\n  "theme": "dark"\n}\n'
+    settings.write_text(text)
+    out = io.StringIO()
+    assert client.main(["install", "--gemini-cli"], stdout=out) == 0
+    assert "is not plain JSON, so it is left alone" in capsys.readouterr().err
+    assert settings.read_text() == text
