@@ -265,12 +265,43 @@ def without_task_ids(text: str) -> str:
     return _TASK_ID.sub(" ", text)
 
 
+def _names_as_words(text: str) -> str:
+    """A text with its snake_case names read as words (``RELEASE_NOTES`` as "RELEASE
+    NOTES"): a step that names a file is done when a result names what the file holds."""
+    return text.replace("_", " ") if "_" in text else text
+
+
+# Words that say what kind of work a step is, not what it is about: one word to compare, so
+# that "mention the change in RELEASE_NOTES.md" is done when "Release notes updated" is said.
+_KIND_OF_WORK = frozenset(
+    stem(word)
+    for word in "add adds added mention change update edit include document describe".split()
+)
+_WORK = "(work)"
+
+
+def _terms(text: str) -> frozenset[str]:
+    """A text's content stems for ``superseded``: names read as words, the words of the
+    kind of work as one."""
+    stems = content_stems(_names_as_words(text))
+    if stems.isdisjoint(_KIND_OF_WORK):
+        return stems
+    return frozenset(_WORK if word in _KIND_OF_WORK else word for word in stems)
+
+
+@functools.lru_cache(maxsize=4096)
+def step_terms(step: str) -> frozenset[str]:
+    """The words ``superseded`` looks for in later results: a step's content stems, its
+    names read as words, its task ids left out, the words of the kind of work as one."""
+    return _terms(without_task_ids(step))
+
+
 def completion_facts(sentences: Iterable[str]) -> list[Completion]:
     """What ``superseded`` compares of each sentence reporting a result, computed once."""
     return [
         (
             frozenset(m.group(1).lower() for m in _TASK_ID.finditer(sentence)),
-            frozenset(content_stems(sentence)),
+            _terms(sentence),
         )
         for sentence in sentences
     ]
@@ -287,11 +318,12 @@ def superseded(
     step: str, completions: Iterable[str | Completion], done_ids: Iterable[str] = ()
 ) -> bool:
     """Whether later evidence finished an intention: a task id it names was said to be
-    done, or a later sentence reporting a result covers (nearly) all its content words."""
+    done, or a later sentence reporting a result holds two thirds of its words or more
+    (``step_terms``)."""
     ids = {m.group(1).lower() for m in _TASK_ID.finditer(step)}
     if ids and ids & {i.lower() for i in done_ids}:
         return True
-    terms = content_stems(_TASK_ID.sub(" ", step))
+    terms = step_terms(step)
     needed = max(1, -(-2 * len(terms) // 3))  # at least two thirds, rounded up
     for completion in completions:
         later_ids, stems = (

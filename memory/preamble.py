@@ -49,7 +49,7 @@ class Evidence:
         ids = feature_lib.task_ids(text)
         if any(self.by_id.get(i, upto) < upto for i in ids):
             return True
-        terms = feature_lib.content_stems(feature_lib.without_task_ids(text))
+        terms = feature_lib.step_terms(text)
         if not terms:
             return False
         needed = max(1, -(-2 * len(terms) // 3))

@@ -103,6 +103,25 @@ def test_a_later_report_closes_a_marked_task() -> None:
     assert pending(sources) == []
 
 
+def test_a_report_in_other_words_closes_a_step_that_names_a_file() -> None:
+    """A step handed on, asked for in the next prompt and reported done in other words:
+    the file's name read as words, "mention the change" as the same kind of work as
+    "updated"."""
+    sources = [
+        ("final_message", "The fix is in. Next step: mention the change in RELEASE_NOTES.md."),
+        ("prompt", "Add it to the release notes and push the branch."),
+        ("final_message", "Release notes updated and fix/apns-unregistered pushed to origin."),
+    ]
+    assert pending(sources) == []
+    # The kind of work alone never closes a step about something else.
+    sources[2] = ("final_message", "Changes added to the changelog and pushed.")
+    assert pending(sources) == ["mention the change in RELEASE_NOTES.md."]
+    # Nor do the words of what it is about without the work: two of four are not enough.
+    step = ("final_message", "Remaining: add a metric for replayed events.")
+    report = ("final_message", "Replayed events now get a 200 with the stored result.")
+    assert pending([step, report]) == ["add a metric for replayed events."]
+
+
 def test_task_ids_still_open_and_close() -> None:
     tasks, done = f.task_states(
         [("prompt", "TODO: task-7 ship it"), ("final_message", "task-7 done.")]
