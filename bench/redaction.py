@@ -43,12 +43,8 @@ _CALLS_PER_SAMPLE = 50
 
 
 def fixtures_dir() -> Path:
-    """The shared fixtures folder beside the checkout (or beside one of its parents)."""
-    for parent in (REPO.parent, *REPO.parents):
-        candidate = parent / "shared" / "fixtures"
-        if (candidate / "secrets.jsonl").is_file():
-            return candidate
-    raise FileNotFoundError("shared/fixtures not found beside the checkout")
+    """The gateway fixtures of the test suite (tests/fixtures/)."""
+    return REPO / "tests" / "fixtures"
 
 
 def _strings_in(value: Any) -> Iterator[str]:

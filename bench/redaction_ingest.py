@@ -51,11 +51,7 @@ DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def fixtures_dir() -> Path:
-    for parent in [REPO.parent, *REPO.parents]:
-        candidate = parent / "shared" / "fixtures"
-        if (candidate / "secrets.jsonl").is_file():
-            return candidate
-    sys.exit("shared/fixtures not found beside the checkout")
+    return REPO / "tests" / "fixtures"
 
 
 def read_jsonl(path: Path) -> list[Any]:

@@ -50,10 +50,7 @@ from typing import Any
 import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = next(
-    (p / "shared" / "fixtures" for p in REPO.parents if (p / "shared" / "fixtures").exists()),
-    REPO.parent / "shared" / "fixtures",
-)
+FIXTURES = REPO / "tests" / "fixtures"
 DATABASE = "sessionhub_soak"
 REDIS_DB = 14
 TOKENS = 6
