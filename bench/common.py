@@ -663,7 +663,7 @@ def profile_summary(raw: Path, *, focus: Sequence[str], top: int = 25) -> str:
 
 
 def post_tool_use(session_id: str, tool_use_id: str, command: str) -> dict[str, Any]:
-    """A Claude Code PostToolUse hook body, as in the shared peer script."""
+    """A Claude Code PostToolUse hook body (2 KB of tool output)."""
     return {
         "session_id": session_id,
         "transcript_path": f"/home/dev/.claude/projects/bench/{session_id}.jsonl",

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What redaction costs on the ingest path, printed beside what the database write costs.
 
-Every payload of the shared fixtures (each Claude Code hook line, each OpenClaw hook call,
+Every payload of tests/fixtures (each Claude Code hook line, each OpenClaw hook call,
 each text of ``secrets.jsonl``) goes through ``sessionhub.text.redaction.redact_value``, the call
 ingestion makes on every event, over and over for a few seconds: that gives strings
 redacted per second. Then the same redacted payloads are written as JSONB rows into a

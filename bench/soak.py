@@ -12,7 +12,7 @@ What it runs, on this machine:
   (``--celery-concurrency``) and Celery beat, all with production settings (DEBUG=0);
 - a separate load process that sends ``--rate`` hook posts a second for ``--minutes``,
   open loop (each request due at a fixed time, on a fresh connection, latency measured
-  from when it was due): realistic Claude Code sessions (the shared fixtures' hooks, each
+  from when it was due): realistic Claude Code sessions (the hooks of tests/fixtures, each
   with the hook client's ``sessionhub`` block) starting and ending, ``--sessions`` at a
   time, spread over six gateway tokens (each under the production rate limit).
 
