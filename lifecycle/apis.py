@@ -189,6 +189,45 @@ class OpenClawHookApi(_IngestView):
         return super().post(request)
 
 
+class CodexHookApi(_IngestView):
+    """The JSON Codex CLI writes on a command hook's stdin, as is (or a list of them)."""
+
+    source = Source.CODEX
+
+    @extend_schema(
+        operation_id="hooks_codex",
+        request=OpenApiTypes.OBJECT,
+        responses={200: _INGEST_RESPONSE, **_ERRORS},
+        description=(
+            "Codex CLI hook input (session_id, hook_event_name, cwd, transcript_path, model, "
+            "...). Clients may add `sessionhub: {event_id, occurred_at, git_remote, "
+            "final_message, reasoning_tail, model, token_count, compact_summary}`."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
+class GeminiCliHookApi(_IngestView):
+    """The JSON Gemini CLI writes on a command hook's stdin, as is (or a list of them)."""
+
+    source = Source.GEMINI_CLI
+
+    @extend_schema(
+        operation_id="hooks_gemini_cli",
+        request=OpenApiTypes.OBJECT,
+        responses={200: _INGEST_RESPONSE, **_ERRORS},
+        description=(
+            "Gemini CLI hook input (session_id, hook_event_name, cwd, transcript_path, "
+            "timestamp, ...). Clients may add `sessionhub: {event_id, occurred_at, "
+            "git_remote, final_message, reasoning_tail, model, token_count, compacted, "
+            "compact_summary}`."
+        ),
+    )
+    def post(self, request: Request) -> Response:
+        return super().post(request)
+
+
 # --- reading -----------------------------------------------------------------------------
 
 

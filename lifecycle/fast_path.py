@@ -52,6 +52,8 @@ _ENDPOINTS = {
     "api:events-ingest": apis.EventsIngestApi,
     "api:hooks-claude-code": apis.ClaudeCodeHookApi,
     "api:hooks-openclaw": apis.OpenClawHookApi,
+    "api:hooks-codex": apis.CodexHookApi,
+    "api:hooks-gemini-cli": apis.GeminiCliHookApi,
 }
 _JSON = "application/json"
 # Media ranges for which DRF's negotiation picks the JSON renderer.

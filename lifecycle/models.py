@@ -16,6 +16,8 @@ class Source(models.TextChoices):
 
     CLAUDE_CODE = "claude-code", "Claude Code"
     OPENCLAW = "openclaw", "OpenClaw"
+    CODEX = "codex", "Codex CLI"
+    GEMINI_CLI = "gemini-cli", "Gemini CLI"
     GENERIC = "generic", "Generic API"
     SESSIONHUB = "sessionhub", "SessionHub"
 
@@ -49,7 +51,7 @@ OPEN_STATUSES = (SessionStatus.ACTIVE, SessionStatus.SUSPENDED)
 
 
 class EndReason(models.TextChoices):
-    """Why a session ended: both gateways' reasons plus SessionHub's own."""
+    """Why a session ended: the gateways' reasons plus SessionHub's own."""
 
     # OpenClaw
     NEW = "new", "New session"
@@ -63,6 +65,8 @@ class EndReason(models.TextChoices):
     LOGOUT = "logout", "Logout"
     PROMPT_INPUT_EXIT = "prompt_input_exit", "Exited at prompt"
     BYPASS_PERMISSIONS_DISABLED = "bypass_permissions_disabled", "Bypass permissions disabled"
+    # Gemini CLI (and Codex CLI) when the CLI exits
+    EXIT = "exit", "Exited"
     # Either, and SessionHub
     USER_COMMAND = "user_command", "User command"
     COMPACTION_FAILURE = "compaction_failure", "Compaction failure"
@@ -75,7 +79,7 @@ class EndReason(models.TextChoices):
 
 
 class Agent(models.Model):
-    """An agent identity in a team: an OpenClaw agent, or a Claude Code gateway + project."""
+    """An agent identity in a team: an OpenClaw agent, or a coding CLI's gateway + project."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="agents")

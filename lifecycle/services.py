@@ -26,6 +26,8 @@ from sessionhub.text.redaction import redact_key, redact_text, redact_value, unc
 from .adapters import EventInvalid, NormalizedEvent
 from .adapters import canonical as canonical_adapter
 from .adapters import claude_code as claude_code_adapter
+from .adapters import codex as codex_adapter
+from .adapters import gemini_cli as gemini_cli_adapter
 from .adapters import openclaw as openclaw_adapter
 from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
@@ -55,6 +57,11 @@ logger = logging.getLogger(__name__)
 
 
 Adapter = Callable[[Any, datetime], NormalizedEvent]
+# The CLIs whose hooks follow Claude Code's shape: the token's gateway names the agent.
+_CLI_ADAPTERS: dict[str, Callable[..., NormalizedEvent]] = {
+    Source.CODEX: codex_adapter.adapt,
+    Source.GEMINI_CLI: gemini_cli_adapter.adapt,
+}
 
 
 def adapter_for(source: str, token: ApiToken) -> Adapter:
@@ -65,6 +72,9 @@ def adapter_for(source: str, token: ApiToken) -> Adapter:
     if source == Source.OPENCLAW:
         gateway = token.gateway_name
         return lambda body, now: openclaw_adapter.adapt(body, now=now, gateway=gateway)
+    if source in _CLI_ADAPTERS:
+        gateway, adapt = token.gateway_name, _CLI_ADAPTERS[source]
+        return lambda body, now: adapt(body, gateway=gateway, now=now)
     return lambda body, now: canonical_adapter.adapt(body, now=now)
 
 

@@ -282,7 +282,8 @@ class SessionSummarizeApi(APIView):
 class ContinuityRequestSerializer(serializers.Serializer):
     # ``source`` is also DRF's Field.source attribute, which the stubs type as a string.
     source = serializers.ChoiceField(  # type: ignore[assignment]
-        [Source.CLAUDE_CODE, Source.OPENCLAW, Source.GENERIC], default=Source.GENERIC
+        [Source.CLAUDE_CODE, Source.OPENCLAW, Source.CODEX, Source.GEMINI_CLI, Source.GENERIC],
+        default=Source.GENERIC,
     )
     session_id = StrictCharField(max_length=200, help_text="The gateway's session id")
     agent_id = StrictCharField(max_length=200, required=False, allow_blank=True)

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SessionHub hook client for Claude Code.
+"""SessionHub hook client for Claude Code (and for Codex CLI and Gemini CLI).
 
 Claude Code runs this file as a command hook: it reads the hook's JSON on stdin, adds a
 ``sessionhub`` key (event id, timestamp, git remote, final message, reasoning tail), and
@@ -8,7 +8,9 @@ reached the event goes to a local spool that the next hook call (or ``flush``) s
 first. On ``SessionStart`` (a project-level preamble) and on the session's first
 ``UserPromptSubmit`` (a preamble chosen by relevance to the prompt) it asks the server for
 continuity and prints it as ``hookSpecificOutput.additionalContext``; nothing else is
-ever written to stdout in hook mode, and the hook never fails.
+ever written to stdout in hook mode, and the hook never fails. Codex CLI and Gemini CLI
+run it the same way with ``hook --gateway codex`` or ``--gateway gemini-cli`` (their part
+is the section "Codex, Gemini" below).
 
 Standard library only, and only cheap modules imported at start-up: hooks run on the
 agent's hot path, so everything heavier is imported where it is used.
@@ -47,7 +49,8 @@ if TYPE_CHECKING:
 # blocking hook (UserPromptSubmit, Stop, SessionEnd...) moves what is queued first, so
 # the server sees a turn's tool uses before its end. A queued file is named by the time
 # it was written and 16 random bytes, which also give the event its timestamp and id: an
-# event queued twice over a crash is still one event.
+# event queued twice over a crash is still one event. The hooks of another CLI (Codex CLI,
+# Gemini CLI) pass ``--gateway NAME``, which the file's name keeps: ``<time>-<random>.codex.hook``.
 
 QUEUE_SUFFIX = ".hook"
 SENDER_FRESH_NS = 3_000_000_000  # a sender whose heartbeat is older is taken for gone
@@ -64,13 +67,15 @@ def queue_dir() -> str:
     return os.path.expanduser(folder)
 
 
-def queue_event(raw: bytes, start_sender: bool = True) -> str:
+def queue_event(raw: bytes, start_sender: bool = True, gateway: str = "") -> str:
     """Write one hook's stdin to the queue (atomically, owner-only) and make sure a sender
     runs; returns the queued file's path."""
     folder = queue_dir()
     if not os.path.isdir(folder):
         os.makedirs(folder, mode=0o700, exist_ok=True)
     name = f"{time.time_ns():020d}-{os.urandom(16).hex()}"
+    if gateway and gateway.replace("-", "").isalpha():
+        name += "." + gateway
     tmp = os.path.join(folder, f".{name}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
@@ -120,8 +125,9 @@ def queue_main() -> None:
     raw = sys.stdin.buffer.read()
     if not raw.strip():
         return
+    named = sys.argv[1:3] if sys.argv[1:2] == ["--gateway"] else []
     try:
-        queue_event(raw)
+        queue_event(raw, gateway=named[1] if len(named) == 2 else "")
     except Exception:  # noqa: BLE001 - the event must still go somewhere
         read, write = os.pipe()
         if not os.fork():
@@ -130,7 +136,8 @@ def queue_main() -> None:
             os._exit(0)
         os.close(write)
         os.dup2(read, 0)
-        os.execv(sys.executable, [sys.executable, "-S", CLIENT_PATH, "hook"])  # noqa: S606
+        command = [sys.executable, "-S", CLIENT_PATH, "hook", *named]
+        os.execv(sys.executable, command)  # noqa: S606
 
 
 def queue_script_source() -> str:
@@ -163,6 +170,16 @@ CLIENT = f"sessionhub-hook/{VERSION}"
 
 HOOKS_PATH = "/api/v1/hooks/claude-code"
 CONTINUITY_PATH = "/api/v1/continuity"
+# The CLIs this client serves, by the gateway name a hook passes (``hook --gateway NAME``;
+# none is Claude Code), and the endpoint that takes each one's hook bodies.
+CLAUDE_CODE = "claude-code"
+CODEX = "codex"
+GEMINI_CLI = "gemini-cli"
+GATEWAY_PATHS = {
+    CLAUDE_CODE: HOOKS_PATH,
+    CODEX: "/api/v1/hooks/codex",
+    GEMINI_CLI: "/api/v1/hooks/gemini-cli",
+}
 
 DEFAULT_TIMEOUT = 2.0
 # Time kept back from the network so the spool can still be written before the deadline.
@@ -290,6 +307,10 @@ class Config:
         """Endpoint that takes Claude Code hook payloads."""
         return self.url + HOOKS_PATH
 
+    def hooks_url_for(self, gateway: str) -> str:
+        """Endpoint that takes the hook payloads of a gateway (Claude Code's by default)."""
+        return self.url + GATEWAY_PATHS.get(gateway, HOOKS_PATH)
+
     @property
     def continuity_url(self) -> str:
         """Endpoint that answers with the continuity preamble."""
@@ -304,7 +325,7 @@ def _str(value: object) -> str:
 def _clean_base_url(url: str) -> str:
     """Normalise the server URL to its base (no trailing slash or API path)."""
     url = url.strip().rstrip("/")
-    for suffix in (HOOKS_PATH, CONTINUITY_PATH, "/api/v1", "/api"):
+    for suffix in (*GATEWAY_PATHS.values(), CONTINUITY_PATH, "/api/v1", "/api"):
         if url.endswith(suffix):
             url = url[: -len(suffix)].rstrip("/")
             break
@@ -1125,24 +1146,14 @@ def strip_credentials(url: str) -> str:
 # --------------------------------------------------------------------------- events
 
 
-def build_event(hook: dict, deadline: Deadline, queued: str = "") -> dict:
+def build_event(
+    hook: dict, deadline: Deadline, queued: str = "", gateway: str = CLAUDE_CODE
+) -> dict:
     """Return the hook payload plus the ``sessionhub`` key the server expects; a queued
     event takes its id and time from its queue file's name."""
-    if queued:
-        stamp, _, random = os.path.basename(queued).partition("-")
-        seconds = int(stamp) / 1e9
-        meta = {"event_id": _uuid4(bytes.fromhex(random[:32])), "occurred_at": _utc_now(seconds)}
-    else:
-        meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
-    cwd = hook.get("cwd")
-    if isinstance(cwd, str) and cwd:
-        try:
-            remote = find_git_remote(cwd, deadline)
-        except Exception as exc:  # noqa: BLE001 - an odd repository must not cost the event
-            remote = None
-            log(f"git remote lookup failed: {exc!r}")
-        if remote:
-            meta["git_remote"] = remote
+    meta = _base_meta(hook, deadline, queued)
+    if gateway != CLAUDE_CODE:
+        return build_cli_event(hook, deadline, meta, gateway)
     name = _event_name(hook)
     if name in TRANSCRIPT_EVENTS:
         final, tail = _transcript_extras(hook, deadline)
@@ -1168,6 +1179,26 @@ def build_event(hook: dict, deadline: Deadline, queued: str = "") -> dict:
     event = dict(hook)
     event["sessionhub"] = meta
     return fit_event(event)
+
+
+def _base_meta(hook: dict, deadline: Deadline, queued: str) -> dict:
+    """The event id and time (a queued event's from its file's name) and the git remote."""
+    if queued:
+        stamp, _, random = os.path.basename(queued).partition("-")
+        seconds = int(stamp) / 1e9
+        meta = {"event_id": _uuid4(bytes.fromhex(random[:32])), "occurred_at": _utc_now(seconds)}
+    else:
+        meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
+    cwd = hook.get("cwd")
+    if isinstance(cwd, str) and cwd:
+        try:
+            remote = find_git_remote(cwd, deadline)
+        except Exception as exc:  # noqa: BLE001 - an odd repository must not cost the event
+            remote = None
+            log(f"git remote lookup failed: {exc!r}")
+        if remote:
+            meta["git_remote"] = remote
+    return meta
 
 
 def _failed_turn(hook: dict) -> dict | None:
@@ -1347,12 +1378,39 @@ def _batches(items: list[tuple[str, str]]) -> list[list[tuple[str, str]]]:
     return out
 
 
+def _gateway_batches(items: list[tuple[str, str]]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Batches of spooled lines, in order, each of one gateway (each has its endpoint)."""
+    runs: list[tuple[str, list[tuple[str, str]]]] = []
+    for item in items:
+        gateway = _line_gateway(item[1])
+        if runs and runs[-1][0] == gateway:
+            runs[-1][1].append(item)
+        else:
+            runs.append((gateway, [item]))
+    return [(gateway, batch) for gateway, run in runs for batch in _batches(run)]
+
+
+def _line_gateway(line: str) -> str:
+    """The gateway a spooled event came from (written by ``build_cli_event``)."""
+    if '"gateway"' not in line:
+        return CLAUDE_CODE
+    try:
+        gateway = json.loads(line)["sessionhub"].get("gateway")
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return CLAUDE_CODE
+    return gateway if gateway in GATEWAY_PATHS else CLAUDE_CODE
+
+
 def _send_batch(
-    cfg: Config, batch: list[tuple[str, str]], deadline: Deadline, done: set[str]
+    cfg: Config,
+    batch: list[tuple[str, str]],
+    deadline: Deadline,
+    done: set[str],
+    gateway: str = CLAUDE_CODE,
 ) -> str:
     """Send one batch; returns ok, transient or stop. Bad batches are split to find culprits."""
     body = ("[" + ",".join(line for _, line in batch) + "]").encode("utf-8")
-    reply = post_json(cfg.hooks_url, cfg.token, body, deadline)
+    reply = post_json(cfg.hooks_url_for(gateway), cfg.token, body, deadline)
     if reply.kind == "ok":
         _note_results(reply, "spool")
         done.update(eid for eid, _ in batch)
@@ -1363,10 +1421,10 @@ def _send_batch(
     if reply.code in (400, 413):
         if len(batch) > 1:
             middle = len(batch) // 2
-            first = _send_batch(cfg, batch[:middle], deadline, done)
+            first = _send_batch(cfg, batch[:middle], deadline, done, gateway)
             if first != "ok":
                 return first
-            return _send_batch(cfg, batch[middle:], deadline, done)
+            return _send_batch(cfg, batch[middle:], deadline, done, gateway)
         log(f"spool: dropping event {batch[0][0]} refused for good: {reply.describe()}")
         done.add(batch[0][0])
         return "ok"
@@ -1390,8 +1448,8 @@ def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
             return "empty"
         done: set[str] = set()
         state = "ok"
-        for batch in _batches(items):
-            state = _send_batch(cfg, batch, deadline, done)
+        for gateway, batch in _gateway_batches(items):
+            state = _send_batch(cfg, batch, deadline, done, gateway)
             if state != "ok":
                 break
         if done and not spool.remove(done, deadline):
@@ -1431,7 +1489,8 @@ def move_queue(cfg: Config, spool: Spool, deadline: Deadline, wait: float = 0.0)
                 log(f"cannot read queued event {path}: {exc}")
                 continue
             if hook is not None and cfg.configured:
-                events.append(build_event(hook, deadline, queued=path))
+                gateway = _queued_gateway(path)
+                events.append(build_event(hook, deadline, queued=path, gateway=gateway))
         if events:
             spool.append(events, Deadline(max(deadline.remaining(), 1.0)))
         for path in paths:  # in the spool now (or unreadable): the server dedupes by id
@@ -1439,6 +1498,14 @@ def move_queue(cfg: Config, spool: Spool, deadline: Deadline, wait: float = 0.0)
         return len(events)
     finally:
         lock.release()
+
+
+def _queued_gateway(path: str) -> str:
+    """The gateway a queued hook named (``<time>-<random>.codex.hook``); Claude Code's
+    when it named none."""
+    name = os.path.basename(path)[: -len(QUEUE_SUFFIX)]
+    gateway = name.partition(".")[2]
+    return gateway if gateway in GATEWAY_PATHS else CLAUDE_CODE
 
 
 def _unlink_quietly(path: str) -> None:
@@ -1491,7 +1558,9 @@ def _heartbeat(path: str) -> None:
         pass
 
 
-def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
+def run_hook(
+    raw: bytes, cfg: Config, out: TextIO, deadline: Deadline, gateway: str = CLAUDE_CODE
+) -> None:
     """Hook mode: send (or spool) the event, and print the preamble on SessionStart."""
     hook = _parse_hook(raw)
     if hook is None:
@@ -1501,12 +1570,15 @@ def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
     if not cfg.configured:
         _log_unconfigured_once()
         return
-    event = build_event(hook, deadline)
+    event = build_event(hook, deadline, gateway=gateway)
+    if gateway != CLAUDE_CODE and cli_event_waits(hook, gateway):
+        event = settle_cli_event(hook, event, gateway)
+        deadline = Deadline(cfg.timeout)  # the wait was the CLI's work, not the network's
     spool = Spool(cfg.spool_path)
     name = _event_name(hook) or "event"
     event_id = event["sessionhub"]["event_id"]
     events = [event]
-    if name == "SessionEnd":
+    if name == "SessionEnd" and gateway == CLAUDE_CODE:
         # Claude Code may kill the StopFailure hook of a turn that failed just before the
         # end: send it again (same event id; the server keeps one).
         failed = _failed_turn(hook)
@@ -1518,47 +1590,60 @@ def run_hook(raw: bytes, cfg: Config, out: TextIO, deadline: Deadline) -> None:
         spool.append(events, deadline)  # the server is away: do not wait for it twice
         return
     body = events[0] if len(events) == 1 else events
-    reply = post_json(cfg.hooks_url, cfg.token, json.dumps(body).encode("utf-8"), deadline)
+    url = cfg.hooks_url_for(gateway)
+    reply = post_json(url, cfg.token, json.dumps(body).encode("utf-8"), deadline)
     if reply.kind == "transient":
         log(f"{name} {event_id} spooled: {reply.describe()}")
         spool.append(events, deadline)
         # A slow answer is not an absent server: the continuity request carries the event
         # and starts the session itself when the spooled start has not landed.
         if reply.code == 0 and deadline.net_remaining() > 0.3:
-            _maybe_print_preamble(cfg, hook, event, out, deadline)
+            _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
         return
     if reply.kind == "permanent":
         log(f"{name} {event_id} not accepted, not retried: {reply.describe()}")
         return
     _note_results(reply, name)
-    _maybe_print_preamble(cfg, hook, event, out, deadline)
+    _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
 
 
 def _maybe_print_preamble(
-    cfg: Config, hook: dict, event: dict, out: TextIO, deadline: Deadline
+    cfg: Config,
+    hook: dict,
+    event: dict,
+    out: TextIO,
+    deadline: Deadline,
+    gateway: str = CLAUDE_CODE,
 ) -> None:
     """Continuity at the two moments it is asked for: a project-level preamble at
     SessionStart, and at the session's first prompt a preamble chosen by relevance."""
     name = _event_name(hook)
     at_start = name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES
-    if at_start or (name == "UserPromptSubmit" and _first_prompt(hook)):
-        _print_preamble(cfg, hook, out, deadline, event)
+    at_prompt = name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit")
+    if at_start or (at_prompt and _first_prompt(hook)):
+        _print_preamble(cfg, hook, out, deadline, event, gateway)
 
 
 def _print_preamble(
-    cfg: Config, hook: dict, out: TextIO, deadline: Deadline, event: dict | None = None
+    cfg: Config,
+    hook: dict,
+    out: TextIO,
+    deadline: Deadline,
+    event: dict | None = None,
+    gateway: str = CLAUDE_CODE,
 ) -> None:
     """Ask for the continuity preamble and print it the way the hook adds context
-    (``hookSpecificOutput.additionalContext`` of SessionStart or UserPromptSubmit)."""
+    (``hookSpecificOutput.additionalContext`` of SessionStart or of the prompt's hook:
+    Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's BeforeAgent)."""
     session_id = hook.get("session_id")
     if not isinstance(session_id, str) or not session_id:
         return
     name = _event_name(hook)
-    request: dict = {"source": "claude-code", "session_id": session_id}
+    request: dict = {"source": gateway, "session_id": session_id}
     if event is not None:
         request["event"] = event  # what the start carries: the server can start the session
-    prompt = hook.get("prompt")
-    if name == "UserPromptSubmit" and isinstance(prompt, str):
+    prompt = user_prompt(hook, gateway)
+    if name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit") and prompt is not None:
         request["prompt"] = prompt[:20_000]
     body = json.dumps(request).encode("utf-8")
     reply = post_json(cfg.continuity_url, cfg.token, body, deadline)
@@ -1771,6 +1856,582 @@ def _write_json_file(path: str, data: dict, mode: int = 0o644) -> bool:
     return True
 
 
+# --------------------------------------------------------------------------- Codex, Gemini
+#
+# Codex CLI and Gemini CLI run command hooks much as Claude Code does: the hook's JSON on
+# stdin (``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``), context
+# returned as ``hookSpecificOutput.additionalContext``. Their hooks pass ``--gateway
+# codex`` or ``--gateway gemini-cli``; the event goes to that gateway's endpoint with the
+# same spool, deadline and queue. What differs is here: which transcript holds the final
+# message, the reasoning and the model (Codex's rollout JSONL under ~/.codex/sessions,
+# Gemini CLI's chat recording under ~/.gemini/tmp), which hook carries the prompt, how
+# the hooks are registered (``hooks.json`` with Codex's trust of each hook,
+# ``settings.json``), and Gemini CLI's PreCompress, which fires before every model call
+# whether or not the history is then compressed.
+
+PROMPT_HOOKS = {
+    CLAUDE_CODE: "UserPromptSubmit",
+    CODEX: "UserPromptSubmit",
+    GEMINI_CLI: "BeforeAgent",
+}
+# Hooks whose event carries what the CLI's transcript says of the turn or the session.
+CODEX_TRANSCRIPT_EVENTS = frozenset({"Stop", "SubagentStop", "Interrupt", "SessionEnd"})
+GEMINI_TRANSCRIPT_EVENTS = frozenset({"AfterAgent", "SessionEnd"})
+# How long Gemini CLI's PreCompress waits for the CLI to show whether it compressed: the
+# compression is two model calls; the wait ends as soon as the CLI records either.
+GEMINI_COMPRESSION_WAIT = 180.0
+SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "fish"})
+
+# Each hook the installer registers, and how it runs: in place (the CLI reads its answer
+# or it must go before what follows), queued (the answer is never read: a few lines write
+# it down for the sender), or detached (the CLI does not wait for it, or waiting is
+# long). Codex clamps SessionEnd and Interrupt to 3 s; the client's own deadline is 2 s.
+CLI_HOOKS: dict[str, dict[str, str]] = {
+    CODEX: {
+        "SessionStart": "",
+        "UserPromptSubmit": "",
+        "PreToolUse": "--queue",
+        "PermissionRequest": "--queue",
+        "PostToolUse": "--queue",
+        "PreCompact": "--queue",
+        "PostCompact": "--detach",
+        "SubagentStart": "--queue",
+        "SubagentStop": "--queue",
+        "Stop": "",
+        "Interrupt": "--detach",
+        "SessionEnd": "",
+    },
+    GEMINI_CLI: {
+        "SessionStart": "",
+        "BeforeAgent": "",
+        "BeforeTool": "--queue",
+        "AfterTool": "--queue",
+        "Notification": "--queue",
+        "PreCompress": "--detach",
+        "AfterAgent": "",
+        # Gemini CLI does not wait for SessionEnd: as it exits, the child sends.
+        "SessionEnd": "--detach",
+    },
+}
+CLI_NAMES = {CODEX: "Codex CLI", GEMINI_CLI: "Gemini CLI"}
+
+# Noted before a hook detaches, while the CLI still waits for it: the process that started
+# the hook (the CLI, or the shell it ran the command in) and, for Gemini CLI's PreCompress,
+# how far the chat recording went.
+_noted: dict = {"parent": 0, "transcript_size": None}
+
+
+def remember_cli_process(raw: bytes, gateway: str) -> None:
+    """Note what a detached hook needs to know of the moment it was called."""
+    _noted["parent"] = os.getppid()
+    if gateway == GEMINI_CLI and b"PreCompress" in raw:
+        hook = _parse_hook(raw)
+        if hook is not None and _event_name(hook) == "PreCompress":
+            _noted["transcript_size"] = _file_size(hook.get("transcript_path"))
+
+
+def build_cli_event(hook: dict, deadline: Deadline, meta: dict, gateway: str) -> dict:
+    """The hook body plus the ``sessionhub`` block, for Codex CLI or Gemini CLI."""
+    meta["gateway"] = gateway
+    name = _event_name(hook)
+    try:
+        if gateway == CODEX and name in CODEX_TRANSCRIPT_EVENTS | {"PostCompact"}:
+            _codex_extras(hook, meta)
+        elif gateway == GEMINI_CLI and name in GEMINI_TRANSCRIPT_EVENTS:
+            _gemini_extras(hook, meta)
+        elif gateway == GEMINI_CLI and name == "PreCompress":
+            # Where the recording stood when the hook was called: what the CLI writes
+            # after it says whether the history was compressed (``settle_cli_event``).
+            size = _noted["transcript_size"]
+            meta["transcript_size"] = (
+                _file_size(hook.get("transcript_path")) if size is None else size
+            )
+    except Exception as exc:  # noqa: BLE001 - the transcript is optional extra data
+        log(f"{gateway} transcript unreadable: {exc!r}")
+    meta["client"] = CLIENT
+    event = dict(hook)
+    event["sessionhub"] = meta
+    return fit_event(event)
+
+
+def _codex_extras(hook: dict, meta: dict) -> None:
+    name = _event_name(hook)
+    path = hook.get("transcript_path")
+    if name == "SubagentStop" and isinstance(hook.get("agent_transcript_path"), str):
+        path = hook["agent_transcript_path"]
+    if not isinstance(path, str) or not path:
+        return
+    found = codex_rollout(os.path.expanduser(path))
+    if name == "PostCompact":
+        if found["compact_summary"]:
+            meta["compact_summary"] = found["compact_summary"]
+        return
+    last = hook.get("last_assistant_message")
+    if found["final"] and not (isinstance(last, str) and last.strip()):
+        meta["final_message"] = found["final"]
+    if found["tail"]:
+        meta["reasoning_tail"] = found["tail"]
+    if found["model"] and not hook.get("model"):
+        meta["model"] = found["model"]
+    if found["tokens"] is not None:
+        meta["token_count"] = found["tokens"]
+
+
+def _gemini_extras(hook: dict, meta: dict) -> None:
+    path = hook.get("transcript_path")
+    if not isinstance(path, str) or not path:
+        return
+    found = gemini_chat(os.path.expanduser(path))
+    last = hook.get("prompt_response")
+    if found["final"] and not (isinstance(last, str) and last.strip()):
+        meta["final_message"] = found["final"]
+    if found["tail"]:
+        meta["reasoning_tail"] = found["tail"]
+    if found["model"]:
+        meta["model"] = found["model"]
+
+
+def user_prompt(hook: dict, gateway: str) -> str | None:
+    """The user's words in a prompt hook: Gemini CLI puts the context hooks returned (the
+    preamble among them) before them as ``<hook_context>`` blocks."""
+    prompt = hook.get("prompt")
+    if not isinstance(prompt, str):
+        return None
+    if gateway == GEMINI_CLI:
+        import re
+
+        prompt = re.sub(r"\A\s*(?:<hook_context>.*?</hook_context>\s*)+", "", prompt, flags=re.S)
+    return prompt
+
+
+def _jsonl_tail(path: str, window: int = TRANSCRIPT_WINDOW) -> list[dict]:
+    """The JSON objects on the whole lines of a JSONL file's last ``window`` bytes."""
+    size = os.path.getsize(path)
+    start = max(0, size - window)
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        data = handle.read(size - start)
+    if start > 0:
+        newline = data.find(b"\n")
+        data = data[newline + 1 :] if newline >= 0 else b""
+    records = []
+    for line in data.split(b"\n"):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # blank, or half written
+        if isinstance(record, dict):
+            records.append(record)
+    return records
+
+
+def _texts_of(parts: object, kinds: tuple[str, ...]) -> list[str]:
+    if not isinstance(parts, list):
+        return []
+    return [
+        p["text"]
+        for p in parts
+        if isinstance(p, dict) and p.get("type") in kinds and isinstance(p.get("text"), str)
+    ]
+
+
+def codex_rollout(path: str) -> dict:
+    """What a Codex rollout's end says: the last assistant words (not a compaction's
+    summary, which Codex records as the model's answer to its request), the reasoning
+    tail, the model, the session's total tokens and the newest compaction's summary."""
+    found: dict = {"final": None, "tail": None, "model": None, "tokens": None}
+    found["compact_summary"] = None
+    reasoning: list[str] = []
+    for record in _jsonl_tail(path):
+        kind, payload = record.get("type"), record.get("payload")
+        if not isinstance(payload, dict):
+            continue
+        inner = payload.get("type")
+        if kind == "turn_context" and isinstance(payload.get("model"), str):
+            found["model"] = payload["model"][:200]
+        elif kind == "event_msg" and inner == "token_count":
+            usage = (payload.get("info") or {}).get("total_token_usage") or {}
+            if isinstance(usage.get("total_tokens"), int):
+                found["tokens"] = usage["total_tokens"]
+        elif kind == "event_msg" and inner == "task_complete":
+            last = payload.get("last_agent_message")
+            if isinstance(last, str) and last.strip():
+                found["final"] = last
+        elif kind == "response_item" and inner == "message" and payload.get("role") == "assistant":
+            text = "\n\n".join(
+                t.strip() for t in _texts_of(payload.get("content"), ("output_text",))
+            )
+            if text:
+                found["final"] = text
+        elif kind == "response_item" and inner == "reasoning":
+            raw = _texts_of(payload.get("content"), ("reasoning_text", "text"))
+            reasoning += raw or _texts_of(payload.get("summary"), ("summary_text",))
+        elif kind == "compacted":
+            message = payload.get("message")
+            found["compact_summary"] = found["final"] or (
+                message if isinstance(message, str) else None
+            )
+            found["final"] = None  # that answer was the summary, not the agent's words
+    found["tail"] = tail_at_word_boundary("\n\n".join(t.strip() for t in reasoning if t.strip()))
+    found["tail"] = found["tail"] or None
+    return found
+
+
+def gemini_chat(path: str) -> dict:
+    """What a Gemini CLI chat recording's end says: the last words of the model, its
+    thoughts since the user's last prompt and the model that answered."""
+    found: dict = {"final": None, "tail": None, "model": None}
+    thoughts: list[str] = []
+    seen: dict[str, int] = {}  # a message is written again as it grows: the last copy holds
+    for record in _jsonl_tail(path):
+        kind = record.get("type")
+        if kind == "user" and _gemini_user_words(record.get("content")):
+            thoughts, seen = [], {}  # a new prompt: the turn's thoughts start again
+        if kind != "gemini":
+            continue
+        if isinstance(record.get("model"), str) and record["model"]:
+            found["model"] = record["model"][:200]
+        content = record.get("content")
+        text = content if isinstance(content, str) else " ".join(_texts_of(content, ("text",)))
+        if text.strip():
+            found["final"] = text.strip()
+        mine = [
+            ": ".join(
+                x for x in (t.get("subject"), t.get("description")) if isinstance(x, str) and x
+            )
+            for t in record.get("thoughts") or []
+            if isinstance(t, dict)
+        ]
+        key = str(record.get("id"))
+        if key in seen:
+            del thoughts[seen[key] :]
+        seen[key] = len(thoughts)
+        thoughts += [t for t in mine if t]
+    found["tail"] = tail_at_word_boundary("\n\n".join(thoughts)) or None
+    return found
+
+
+def _gemini_user_words(content: object) -> bool:
+    """Whether a user record is a prompt (text), not a tool's answer or the CLI's context."""
+    if isinstance(content, str):
+        return bool(content.strip())
+    for part in content if isinstance(content, list) else []:
+        text = part.get("text") if isinstance(part, dict) else None
+        if (
+            isinstance(text, str)
+            and text.strip()
+            and not text.lstrip().startswith("<session_context>")
+        ):
+            return True
+    return False
+
+
+def _file_size(path: object) -> int:
+    try:
+        return os.path.getsize(os.path.expanduser(path)) if isinstance(path, str) else 0
+    except OSError:
+        return 0
+
+
+def cli_event_waits(hook: dict, gateway: str) -> bool:
+    """Whether the event must wait for the CLI before it is sent: Gemini CLI's
+    PreCompress, which is a compaction only if the CLI then compresses."""
+    return gateway == GEMINI_CLI and _event_name(hook) == "PreCompress"
+
+
+def settle_cli_event(hook: dict, event: dict, gateway: str) -> dict:
+    """Gemini CLI's PreCompress, once the chat recording shows what followed it: the
+    history rewritten with a summary (compressed), or the model's next answer (not)."""
+    meta = event["sessionhub"]
+    start = meta.pop("transcript_size", 0)
+    path = hook.get("transcript_path")
+    compacted, summary = False, ""
+    if isinstance(path, str) and path:
+        compacted, summary = watch_gemini_compression(
+            os.path.expanduser(path), start, _cli_pid(), GEMINI_COMPRESSION_WAIT
+        )
+    meta["compacted"] = compacted
+    if summary:
+        meta["compact_summary"] = summary
+    return fit_event(event)
+
+
+def watch_gemini_compression(path: str, start: int, pid: int, limit: float) -> tuple[bool, str]:
+    """(compressed, summary): read what the CLI records after ``start`` until it decides;
+    (False, '') when it exits or ``limit`` seconds pass first."""
+    until = time.monotonic() + limit
+    offset, pending = start, b""
+    while True:
+        alive = _process_alive(pid)
+        try:
+            with open(path, "rb") as handle:
+                handle.seek(offset)
+                data = handle.read()
+        except OSError:
+            data = b""
+        offset += len(data)
+        *lines, pending = (pending + data).split(b"\n")
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(record, dict):
+                continue
+            rewritten = record.get("$set")
+            messages = rewritten.get("messages") if isinstance(rewritten, dict) else None
+            if isinstance(messages, list):
+                return True, _gemini_summary(messages)
+            if record.get("type") == "gemini":
+                return False, ""
+        if not alive or time.monotonic() >= until:
+            return False, ""
+        time.sleep(0.1)
+
+
+def _gemini_summary(messages: list) -> str:
+    """The summary a compression put first in the history: the first user text after the
+    CLI's own session context."""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("type") != "user":
+            continue
+        content = message.get("content")
+        parts = [{"text": content}] if isinstance(content, str) else content
+        texts = [
+            p["text"].strip()
+            for p in (parts if isinstance(parts, list) else [])
+            if isinstance(p, dict) and isinstance(p.get("text"), str) and p["text"].strip()
+        ]
+        text = "\n".join(texts)
+        if text and not text.startswith("<session_context>"):
+            return text
+    return ""
+
+
+def _cli_pid() -> int:
+    """The CLI that started the hook: the parent, or the parent's parent when the parent
+    is the shell the CLI ran the hook's command in (0 when unknown)."""
+    pid = int(_noted["parent"])
+    try:
+        with open(f"/proc/{pid}/comm", encoding="utf-8") as handle:
+            if handle.read().strip() not in SHELLS:
+                return pid
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return int(handle.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return pid
+
+
+def _process_alive(pid: int) -> bool:
+    if pid <= 1:
+        return True  # unknown: only the time limit ends the wait
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # someone else's process: it exists
+    return True
+
+
+# Installing into Codex CLI and Gemini CLI.
+
+
+def add_gateway_options(parser: argparse.ArgumentParser) -> None:
+    """``--codex`` / ``--gemini-cli``: install into (or remove from) that CLI instead."""
+    which = parser.add_mutually_exclusive_group()
+    for gateway, where in ((CODEX, "~/.codex/hooks.json"), (GEMINI_CLI, "~/.gemini/settings.json")):
+        which.add_argument(
+            f"--{gateway}",
+            dest="gateway",
+            action="store_const",
+            const=gateway,
+            help=f"{CLI_NAMES[gateway]}'s hooks ({where}; --project: the same under ./)",
+        )
+    if parser.prog.endswith(" install"):
+        parser.add_argument(
+            "--codex-bin",
+            metavar="PATH",
+            help="the codex command that trusts the hooks (default: codex on PATH)",
+        )
+
+
+def cli_settings_path(gateway: str, scope: str, explicit: str | None) -> str:
+    """Where a CLI keeps its hooks for the chosen scope (Codex honours CODEX_HOME)."""
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    folder, name = (".codex", "hooks.json") if gateway == CODEX else (".gemini", "settings.json")
+    if scope == "project":
+        return os.path.abspath(os.path.join(folder, name))
+    if gateway == CODEX and os.environ.get("CODEX_HOME"):
+        return os.path.join(os.path.expanduser(os.environ["CODEX_HOME"]), name)
+    return os.path.join(os.path.expanduser("~"), folder, name)
+
+
+def cli_hook_command(gateway: str, mode: str, command: str | None = None) -> str:
+    """The shell command a CLI runs for one hook (both run hooks through a shell)."""
+    import shlex
+
+    tail = f"--gateway {gateway}"
+    if command:
+        return f"{command} hook {mode} {tail}" if mode else f"{command} hook {tail}"
+    python = shlex.quote(os.path.abspath(sys.executable))
+    if mode == "--queue" and hasattr(os, "fork"):
+        return f"{python} -S {shlex.quote(queue_script_path())} {tail}"
+    mode = "--detach" if mode == "--queue" else mode  # no fork, no queue: the whole client
+    words = [python, "-S", shlex.quote(CLIENT_PATH), "hook", *([mode] if mode else []), tail]
+    return " ".join(words)
+
+
+def cli_hook_entry(gateway: str, event: str, command: str | None = None) -> dict:
+    """One hook entry: Codex counts its timeout in seconds, Gemini CLI in milliseconds."""
+    run = cli_hook_command(gateway, CLI_HOOKS[gateway][event], command)
+    if gateway == CODEX:
+        return {"type": "command", "command": run, "timeout": INSTALL_HOOK_TIMEOUT}
+    return {
+        "name": "sessionhub",
+        "type": "command",
+        "command": run,
+        "timeout": INSTALL_HOOK_TIMEOUT * 1000,
+    }
+
+
+def merge_cli_hooks(settings: dict, gateway: str, command: str | None = None) -> dict:
+    """Add or update this client's entries in a CLI's hooks, keeping every other hook
+    (and, in Gemini CLI's settings.json, every other setting)."""
+    hooks = settings.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ValueError('"hooks" in the settings file is not an object')
+    for event in CLI_HOOKS[gateway]:
+        groups = hooks.setdefault(event, [])
+        if not isinstance(groups, list):
+            raise ValueError(f'"hooks.{event}" in the settings file is not a list')
+        wanted = cli_hook_entry(gateway, event, command)
+        found = False
+        for group in groups:
+            entries = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(entries, list):
+                continue
+            kept = []
+            for entry in entries:
+                if _is_ours(entry):
+                    if found:
+                        continue  # a duplicate from an earlier hand edit
+                    found = True
+                    entry.clear()
+                    entry.update(wanted)
+                kept.append(entry)
+            group["hooks"] = kept
+        groups[:] = [g for g in groups if not (isinstance(g, dict) and g.get("hooks") == [])]
+        if not found:
+            groups.append({"hooks": [wanted]})
+    return settings
+
+
+def install_cli_hooks(args: argparse.Namespace, out: TextIO) -> None:
+    """``install --codex`` / ``--gemini-cli``: write the hooks, then (Codex) trust them."""
+    gateway = args.gateway
+    path = cli_settings_path(gateway, args.scope or "user", args.settings)
+    try:
+        current = _load_json_file(path)
+    except ValueError as exc:  # Gemini CLI's settings may hold comments: left as they are
+        raise ValueError(f"{path} is not plain JSON, so it is left alone ({exc})") from exc
+    settings = merge_cli_hooks(current, gateway, args.hook_command)
+    if not args.hook_command:
+        write_queue_script()
+    changed = _write_json_file(path, settings)
+    out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+    out.write(f"hook command: {cli_hook_command(gateway, '', args.hook_command)}\n")
+    if gateway == CODEX:
+        codex_trust_hooks(path, args.codex_bin, out)
+
+
+def codex_trust_hooks(hooks_file: str, codex_bin: str | None, out: TextIO) -> None:
+    """Trust this client's hooks in Codex, as its /hooks screen does: Codex runs a hook
+    only once its exact definition is trusted, and remembers that by the definition's
+    hash in config.toml (``hooks.state``). Codex's own app server lists the hooks with
+    their hashes and writes the trust; the other hooks are left as they are."""
+    import shutil
+
+    codex = codex_bin or shutil.which("codex")
+    manual = (
+        "open codex, type /hooks and trust the SessionHub hooks "
+        "(Codex skips a hook nobody trusted, without a word)"
+    )
+    if not codex:
+        out.write(f"codex is not on PATH: {manual}, or run install again with --codex-bin\n")
+        return
+    try:
+        trusted, total = _codex_trust(codex, hooks_file)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        out.write(f"could not trust the hooks through {codex} ({exc}): {manual}\n")
+        return
+    if total and trusted == total:
+        out.write(f"trusted in Codex: {total} hook(s)\n")
+    else:
+        out.write(f"Codex lists {trusted} of {total} hook(s) as trusted: {manual}\n")
+
+
+def _codex_trust(codex: str, hooks_file: str) -> tuple[int, int]:
+    """(hooks of this client trusted, hooks of this client found) in ``hooks_file``."""
+    import subprocess
+    import threading
+
+    proc = subprocess.Popen(  # noqa: S603 - the codex the user named, no shell
+        [codex, "app-server"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    timer = threading.Timer(60, proc.kill)
+    timer.start()
+    stdin, stdout = proc.stdin, proc.stdout
+    assert stdin is not None and stdout is not None  # piped above
+    calls = iter(range(1, 100))
+
+    def call(method: str, params: dict) -> dict:
+        ident = next(calls)
+        stdin.write(json.dumps({"id": ident, "method": method, "params": params}) + "\n")
+        stdin.flush()
+        for line in stdout:
+            message = json.loads(line)
+            if message.get("id") != ident:
+                continue  # a notification
+            if "error" in message:
+                raise ValueError(f"{method}: {message['error']}")
+            return message["result"]
+        raise ValueError(f"{method}: codex app-server closed")
+
+    def ours() -> list[dict]:
+        listed = call("hooks/list", {"cwds": [os.getcwd()]})["data"]
+        return [
+            h
+            for entry in listed
+            for h in entry.get("hooks") or []
+            if os.path.realpath(str(h.get("sourcePath"))) == os.path.realpath(hooks_file)
+            and any(m in str(h.get("command")) for m in OUR_COMMAND_MARKERS)
+        ]
+
+    try:
+        call("initialize", {"clientInfo": {"name": "sessionhub-hook", "version": VERSION}})
+        stdin.write(json.dumps({"method": "initialized"}) + "\n")
+        stdin.flush()
+        pending = {h["key"]: {"trusted_hash": h["currentHash"]} for h in ours()}
+        if pending:
+            edit = {"keyPath": "hooks.state", "mergeStrategy": "upsert", "value": pending}
+            call("config/batchWrite", {"edits": [edit]})
+        found = ours()
+        return sum(1 for h in found if h.get("trustStatus") == "trusted"), len(found)
+    finally:
+        timer.cancel()
+        stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -1780,8 +2441,8 @@ def _parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="sessionhub-hook",
-        description="Claude Code hook client for SessionHub. Without a subcommand it "
-        "reads one hook event on stdin and sends it.",
+        description="Claude Code (and Codex CLI, Gemini CLI) hook client for SessionHub. "
+        "Without a subcommand it reads one hook event on stdin and sends it.",
     )
     parser.add_argument("--version", action="version", version=f"sessionhub-hook {VERSION}")
     sub = parser.add_subparsers(dest="command")
@@ -1805,6 +2466,7 @@ def _parser() -> argparse.ArgumentParser:
             help="./.claude/settings.json",
         )
         p.add_argument("--settings", metavar="PATH", help="an explicit settings.json path")
+        add_gateway_options(p)
     install.add_argument("--url", help="SessionHub base URL, saved in the config file")
     install.add_argument(
         "--token", help="API token (scope ingest) saved in the config file; - reads it from stdin"
@@ -1822,15 +2484,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def cmd_install(args: argparse.Namespace, out: TextIO) -> None:
     """Write the hook entries (and, with --url/--token, the config file)."""
-    path = settings_path(args.scope or "user", args.settings)
-    settings = merge_hooks(_load_json_file(path), args.hook_command)
-    if not args.hook_command:
-        write_queue_script()
-    changed = _write_json_file(path, settings)
-    out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
-    example = hook_entry("PostToolUse", args.hook_command)
-    shown = " ".join([example["command"], *example.get("args", [])])
-    out.write(f"hook command: {shown} (async for {', '.join(sorted(ASYNC_EVENTS))})\n")
+    if getattr(args, "gateway", None):
+        install_cli_hooks(args, out)  # Codex CLI or Gemini CLI
+    else:
+        path = settings_path(args.scope or "user", args.settings)
+        settings = merge_hooks(_load_json_file(path), args.hook_command)
+        if not args.hook_command:
+            write_queue_script()
+        changed = _write_json_file(path, settings)
+        out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+        example = hook_entry("PostToolUse", args.hook_command)
+        shown = " ".join([example["command"], *example.get("args", [])])
+        out.write(f"hook command: {shown} (async for {', '.join(sorted(ASYNC_EVENTS))})\n")
     if args.url or args.token:
         cfg = Config()
         data = _load_json_file(cfg.config_path)
@@ -1863,7 +2528,11 @@ def write_queue_script() -> None:
 
 def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
     """Remove this client's hook entries, leaving every other hook alone."""
-    path = settings_path(args.scope or "user", args.settings)
+    gateway = getattr(args, "gateway", None)
+    if gateway:
+        path = cli_settings_path(gateway, args.scope or "user", args.settings)
+    else:
+        path = settings_path(args.scope or "user", args.settings)
     if not os.path.exists(path):
         out.write(f"nothing to do: {path} does not exist\n")
         return
@@ -1939,16 +2608,18 @@ def main(
         if args == ["drain"]:
             drain(Config())
             return 0
-        if args == ["hook", "--queue"]:
+        mode = hook_mode(args)
+        if mode is not None and mode[0] == "--queue":
             raw = _read_all(stdin or sys.stdin)
             if raw.strip():
                 try:
-                    queue_event(raw, start_sender=stdin is None)
+                    named = "" if mode[1] == CLAUDE_CODE else mode[1]
+                    queue_event(raw, start_sender=stdin is None, gateway=named)
                 except OSError as exc:
                     log(f"cannot queue the event, sending it now: {exc}")
-                    run_hook(raw, Config(), out, Deadline(Config().timeout))
+                    run_hook(raw, Config(), out, Deadline(Config().timeout), mode[1])
             return 0
-        if not args or args in (["hook"], ["hook", "--detach"]):
+        if mode is not None:
             if os.environ.get("SESSIONHUB_DISABLE", "").strip() in ("1", "true", "yes"):
                 return 0
             cfg = Config()
@@ -1960,9 +2631,10 @@ def main(
                 )
                 return 0
             raw = _read_all(source)
-            if "--detach" in args and stdin is None and _detach():
+            remember_cli_process(raw, mode[1])
+            if mode[0] == "--detach" and stdin is None and _detach():
                 return 0  # the parent: Claude Code sees the hook done at once
-            run_hook(raw, cfg, out, deadline)
+            run_hook(raw, cfg, out, deadline, mode[1])
             return 0
         import contextlib
 
@@ -2016,7 +2688,25 @@ def _detach() -> bool:
 def args_are_cli(argv: list[str] | None) -> bool:
     """Whether main was called for a subcommand (errors may then go to stderr)."""
     args = sys.argv[1:] if argv is None else argv
-    return bool(args) and args not in (["hook"], ["hook", "--detach"], ["hook", "--queue"])
+    return bool(args) and hook_mode(list(args)) is None
+
+
+def hook_mode(args: list[str]) -> tuple[str, str] | None:
+    """(mode, gateway) of a hook-mode call: ``[hook [--queue|--detach] [--gateway NAME]]``
+    (no arguments is hook mode too); None for a subcommand. The mode is '' (in place),
+    ``--queue`` or ``--detach``; the gateway is Claude Code's unless named."""
+    if not args:
+        return "", CLAUDE_CODE
+    if args[0] != "hook":
+        return None
+    rest, gateway = args[1:], CLAUDE_CODE
+    if rest[-2:-1] == ["--gateway"]:
+        gateway, rest = rest[-1], rest[:-2]
+        if gateway not in GATEWAY_PATHS:
+            return None
+    if rest in ([], ["--queue"], ["--detach"]):
+        return (rest[0] if rest else ""), gateway
+    return None
 
 
 def _read_all(source: BinaryIO | TextIO) -> bytes:

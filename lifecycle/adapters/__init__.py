@@ -12,7 +12,7 @@ from typing import Any
 
 from lifecycle.models import Source
 
-from . import canonical, claude_code, openclaw
+from . import canonical, claude_code, codex, gemini_cli, openclaw
 from .base import EventInvalid, NormalizedEvent
 
 __all__ = ["EventInvalid", "NormalizedEvent", "tool_io"]
@@ -20,6 +20,8 @@ __all__ = ["EventInvalid", "NormalizedEvent", "tool_io"]
 _TOOL_IO: dict[str, Callable[[dict[str, Any]], tuple[Any, Any]]] = {
     Source.CLAUDE_CODE: claude_code.tool_io,
     Source.OPENCLAW: openclaw.tool_io,
+    Source.CODEX: codex.tool_io,
+    Source.GEMINI_CLI: gemini_cli.tool_io,
 }
 
 

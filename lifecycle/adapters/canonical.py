@@ -53,7 +53,7 @@ KNOWN_FIELDS = {
     "token_count",
     "payload",
 }
-_SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW}
+_SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW, Source.CODEX, Source.GEMINI_CLI}
 _FACT_LENGTHS = {"text": 10**6, "tool_name": 200, "model": 200}
 
 
@@ -76,7 +76,11 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         )
     source = opt_str(body, "source", "source", max_length=20) or Source.GENERIC
     if source not in _SOURCES:
-        raise EventInvalid("source", "must be generic, claude-code or openclaw", "invalid_choice")
+        raise EventInvalid(
+            "source",
+            "must be generic, claude-code, openclaw, codex or gemini-cli",
+            "invalid_choice",
+        )
     occurred_at = (
         parse_iso_time(body["occurred_at"], "occurred_at", now)
         if body.get("occurred_at") is not None

@@ -73,8 +73,11 @@ def _kind_of(hook: str, body: dict[str, Any]) -> tuple[str, str]:
     return _SIMPLE_KINDS.get(hook, (EventKind.OTHER, ""))
 
 
-def agent_identity(*, gateway: str, cwd: str, git_remote: str) -> tuple[str, str, str]:
-    """(agent external id, agent name, project shown) of a Claude Code project.
+def agent_identity(
+    *, gateway: str, cwd: str, git_remote: str, fallback: str = "claude-code"
+) -> tuple[str, str, str]:
+    """(agent external id, agent name, project shown) of a Claude Code project (and of
+    the other CLIs that follow its rule); ``fallback`` names an agent with no project.
 
     The identity is made from the raw facts (the remote with its credentials stripped,
     else the working directory) and keyed; the name and project shown are derived from
@@ -85,7 +88,7 @@ def agent_identity(*, gateway: str, cwd: str, git_remote: str) -> tuple[str, str
     project = normalize_git_remote(shown(git_remote)) or shown(cwd)
     label = shown(gateway)
     external_id = keyed_form(f"{gateway}:{identity}", f"{label}:{project}", limit=_AGENT_ID_LENGTH)
-    name = f"{project.rstrip('/').rsplit('/', 1)[-1] or 'claude-code'} ({label})"
+    name = f"{project.rstrip('/').rsplit('/', 1)[-1] or fallback} ({label})"
     return external_id, name, project
 
 

@@ -46,7 +46,13 @@ MIN_REQUESTS = 2000
 
 # The ingest operations take any JSON object by design (gateways add fields over time),
 # so "schema-valid" says nothing about whether an event is acceptable.
-FREE_FORM_BODIES = {"events_ingest", "hooks_claude_code", "hooks_openclaw"}
+FREE_FORM_BODIES = {
+    "events_ingest",
+    "hooks_claude_code",
+    "hooks_openclaw",
+    "hooks_codex",
+    "hooks_gemini_cli",
+}
 
 
 class CountingApp:

@@ -45,7 +45,15 @@ OPENCLAW = {
     "ctx": {"agentId": "main", "sessionId": "oc-1", "sessionKey": "agent:main:discord:1"},
     "ts": None,
 }
-INGEST = {"events": CANONICAL, "hooks/claude-code": CLAUDE, "hooks/openclaw": OPENCLAW}
+CODEX = {**CLAUDE, "hook_event_name": "UserPromptSubmit", "model": "gpt-5.1-codex"}
+GEMINI = {**CLAUDE, "hook_event_name": "BeforeAgent", "timestamp": None}
+INGEST = {
+    "events": CANONICAL,
+    "hooks/claude-code": CLAUDE,
+    "hooks/openclaw": OPENCLAW,
+    "hooks/codex": CODEX,
+    "hooks/gemini-cli": GEMINI,
+}
 
 
 @pytest.fixture(autouse=True)
@@ -56,6 +64,7 @@ def _fresh_times(settings: Any) -> None:
     now = timezone.now()
     CANONICAL["occurred_at"] = now.isoformat()
     OPENCLAW["ts"] = int(now.timestamp() * 1000)
+    GEMINI["timestamp"] = now.isoformat()
 
 
 def counts() -> dict[str, int]:
@@ -113,6 +122,8 @@ def targets(api: APIClient, team: Team) -> list[tuple[str, str, dict[str, Any]]]
         ("post", f"agents/{agent.pk}/pins", {"label": "new pin", "content": "c"}),
         ("patch", f"pins/{pin.pk}", {"content": "changed"}),
         ("post", f"sessions/{session.pk}/continue", {"source_session_id": str(session.pk)}),
+        ("post", "hooks/codex", CODEX),
+        ("post", "hooks/gemini-cli", GEMINI),
     ]
 
 
@@ -267,6 +278,8 @@ def test_a_lying_content_length_is_400_not_a_partial_event(api: APIClient, uncha
         ("events", lambda items: {"events": items}),
         ("hooks/claude-code", lambda items: items),
         ("hooks/openclaw", lambda items: items),
+        ("hooks/codex", lambda items: items),
+        ("hooks/gemini-cli", lambda items: items),
     ],
 )
 def test_batch_past_the_limit_is_413(
@@ -279,7 +292,7 @@ def test_batch_past_the_limit_is_413(
         item = json.loads(json.dumps(base))
         if path == "events":
             item["event_id"] = f"evt-{i}"
-        elif path == "hooks/claude-code":
+        elif path in ("hooks/claude-code", "hooks/codex", "hooks/gemini-cli"):
             item["sessionhub"] = {"event_id": f"cc-{i}"}
         else:
             item["eventId"] = f"oc-{i}"

@@ -33,7 +33,15 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from lifecycle import services, state
-from lifecycle.adapters import EventInvalid, NormalizedEvent, canonical, claude_code, openclaw
+from lifecycle.adapters import (
+    EventInvalid,
+    NormalizedEvent,
+    canonical,
+    claude_code,
+    codex,
+    gemini_cli,
+    openclaw,
+)
 from lifecycle.adapters.base import EVENT_ID_RE
 from lifecycle.ingest import fold
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus, Source
@@ -205,16 +213,106 @@ def openclaw_body(spec: Spec, sid: str, eid: str) -> tuple[dict[str, Any], str, 
     return body, kind, phase
 
 
+def codex_body(spec: Spec, sid: str, eid: str) -> tuple[dict[str, Any], str, str]:
+    common = {
+        "session_id": sid,
+        "transcript_path": f"/home/dev/.codex/sessions/rollout-{sid}.jsonl",
+        "cwd": f"/home/dev/src/project-{sid[:8]}",
+        "model": "gpt-5.1-codex",
+        "sessionhub": {"event_id": eid, "occurred_at": spec.occurred_at.isoformat()},
+        **spec.extra,
+    }
+    kind, phase = spec.kind, ""
+    if spec.kind == EventKind.SESSION_START:
+        hook = {"hook_event_name": "SessionStart", "source": ["startup", "clear"][spec.variant % 2]}
+    elif spec.kind in (EventKind.SESSION_RESUME, EventKind.SESSION_SUSPEND):
+        # Codex has no suspend: both become a resume.
+        hook = {"hook_event_name": "SessionStart", "source": "resume"}
+        kind = EventKind.SESSION_RESUME
+    elif spec.kind == EventKind.SESSION_END:
+        hook = {"hook_event_name": "SessionEnd", "reason": spec.reason or "other"}
+    elif spec.kind == EventKind.COMPACTION_BEFORE:
+        hook = {"hook_event_name": "PreCompact", "trigger": "auto"}
+    elif spec.kind == EventKind.COMPACTION_AFTER:
+        hook = (
+            {"hook_event_name": "PostCompact", "trigger": "auto"}
+            if spec.variant % 2
+            else {"hook_event_name": "SessionStart", "source": "compact"}
+        )
+    elif spec.kind == EventKind.PROMPT:
+        hook = {"hook_event_name": "UserPromptSubmit", "prompt": "add a test", "turn_id": "t"}
+    elif spec.kind == EventKind.TOOL_USE:
+        name = ["PreToolUse", "PostToolUse"][spec.variant % 2]
+        hook = {"hook_event_name": name, "tool_name": "Bash", "tool_input": {"command": "ls"}}
+        phase = "pre" if name == "PreToolUse" else "post"
+    elif spec.kind == EventKind.TURN_END:
+        name = ["Stop", "SubagentStop", "Interrupt"][spec.variant % 3]
+        hook = {"hook_event_name": name, "last_assistant_message": "All green."}
+    elif spec.kind == EventKind.NOTIFICATION:
+        hook = {"hook_event_name": "PermissionRequest", "tool_name": "Bash"}
+    else:  # command, other: hooks SessionHub does not know yet
+        hook, kind = {"hook_event_name": f"FutureHook{spec.variant}", "x": 1}, EventKind.OTHER
+    return {**common, **hook}, kind, phase
+
+
+def gemini_body(spec: Spec, sid: str, eid: str) -> tuple[dict[str, Any], str, str]:
+    common = {
+        "session_id": sid,
+        "transcript_path": f"/home/dev/.gemini/tmp/p/chats/session-{sid}.jsonl",
+        "cwd": f"/home/dev/src/project-{sid[:8]}",
+        "timestamp": spec.occurred_at.isoformat(),
+        **spec.extra,
+    }
+    common["sessionhub"] = {"event_id": eid}
+    if spec.variant % 2:  # the client's time, or the CLI's own timestamp alone
+        common["sessionhub"]["occurred_at"] = spec.occurred_at.isoformat()
+    kind, phase = spec.kind, ""
+    if spec.kind == EventKind.SESSION_START:
+        hook = {"hook_event_name": "SessionStart", "source": ["startup", "clear"][spec.variant % 2]}
+    elif spec.kind in (EventKind.SESSION_RESUME, EventKind.SESSION_SUSPEND):
+        hook = {"hook_event_name": "SessionStart", "source": "resume"}
+        kind = EventKind.SESSION_RESUME
+    elif spec.kind == EventKind.SESSION_END:
+        hook = {"hook_event_name": "SessionEnd", "reason": spec.reason or "exit"}
+    elif spec.kind in (EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER):
+        # One hook, before the compression: a compaction when one followed, else a check.
+        hook = {"hook_event_name": "PreCompress", "trigger": ["manual", "auto"][spec.variant % 2]}
+        kind = EventKind.COMPACTION_BEFORE if spec.variant % 2 == 0 else EventKind.OTHER
+        if spec.variant % 4 == 1:
+            common["sessionhub"]["compacted"] = True
+            kind = EventKind.COMPACTION_BEFORE
+    elif spec.kind == EventKind.PROMPT:
+        hook = {"hook_event_name": "BeforeAgent", "prompt": "<hook_context>x</hook_context> go"}
+    elif spec.kind == EventKind.TOOL_USE:
+        name = ["BeforeTool", "AfterTool"][spec.variant % 2]
+        hook = {"hook_event_name": name, "tool_name": "read_file", "tool_input": {"path": "a"}}
+        phase = "pre" if name == "BeforeTool" else "post"
+    elif spec.kind == EventKind.TURN_END:
+        hook = {"hook_event_name": "AfterAgent", "prompt": "go", "prompt_response": "All green."}
+    elif spec.kind == EventKind.NOTIFICATION:
+        hook = {"hook_event_name": "Notification", "notification_type": "ToolPermission"}
+    else:  # command, other: the model hooks, and hooks SessionHub does not know yet
+        name = ["AfterModel", f"FutureHook{spec.variant}"][spec.variant % 2]
+        hook, kind = {"hook_event_name": name, "llm_request": {"messages": []}}, EventKind.OTHER
+    return {**common, **hook}, kind, phase
+
+
 GATEWAYS: dict[str, tuple[Callable[..., Any], str]] = {
     "generic": (canonical_body, Source.GENERIC),
     "claude-code": (claude_body, Source.CLAUDE_CODE),
     "openclaw": (openclaw_body, Source.OPENCLAW),
+    "codex": (codex_body, Source.CODEX),
+    "gemini-cli": (gemini_body, Source.GEMINI_CLI),
 }
 
 
 def adapter(gateway: str) -> Callable[[Any, datetime], NormalizedEvent]:
     if gateway == "claude-code":
         return lambda body, now: claude_code.adapt(body, gateway="prop", now=now)
+    if gateway == "codex":
+        return lambda body, now: codex.adapt(body, gateway="prop", now=now)
+    if gateway == "gemini-cli":
+        return lambda body, now: gemini_cli.adapt(body, gateway="prop", now=now)
     if gateway == "openclaw":
         return lambda body, now: openclaw.adapt(body, now=now)
     return lambda body, now: canonical.adapt(body, now=now)
@@ -437,6 +535,8 @@ def test_over_http_the_same_holds(live_server: Any, team: Team, token: str) -> N
         "generic": "/api/v1/events",
         "claude-code": "/api/v1/hooks/claude-code",
         "openclaw": "/api/v1/hooks/openclaw",
+        "codex": "/api/v1/hooks/codex",
+        "gemini-cli": "/api/v1/hooks/gemini-cli",
     }
 
     @settings(PROPERTY, max_examples=max(6, EXAMPLES // 5))

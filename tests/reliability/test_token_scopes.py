@@ -26,6 +26,8 @@ NEEDS = {
     ("/api/v1/events", "post"): INGEST,
     ("/api/v1/hooks/claude-code", "post"): INGEST,
     ("/api/v1/hooks/openclaw", "post"): INGEST,
+    ("/api/v1/hooks/codex", "post"): INGEST,
+    ("/api/v1/hooks/gemini-cli", "post"): INGEST,
     ("/api/v1/continuity", "post"): INGEST,
     ("/api/v1/sessions/<str:session_id>/summarize", "post"): INGEST,
     ("/api/v1/sessions", "get"): READ,
