@@ -290,7 +290,7 @@ def _thinking(scenario: str) -> str:
 
 
 def test_fixtures_in_order_then_a_new_session_hears_of_the_right_one(api: APIClient) -> None:
-    """crash and secrets share a project (web-frontend): the new session there must be told
+    """crash and secrets share a project (storefront): the new session there must be told
     about the latest one's pending task, not about the other projects'."""
     scenarios = ["clear", "basic", "crash", "compact", "secrets"]
     newest = max(max(_transcript_times(s)) for s in scenarios)
@@ -323,10 +323,10 @@ def test_fixtures_in_order_then_a_new_session_hears_of_the_right_one(api: APICli
 
     secrets_id = claude_code_hooks("secrets")[0]["session_id"]
     assert answer["sources"][0]["external_id"] == secrets_id
-    assert "task-214" in answer["preamble"]
-    assert "/home/dev/src/web-frontend" in answer["preamble"]
-    assert "billing-api" not in answer["preamble"]  # another project, another agent
-    assert "task-415" not in answer["preamble"]
+    assert "task-4418" in answer["preamble"]
+    assert "/home/maya/work/storefront" in answer["preamble"]
+    assert "ledger-sync" not in answer["preamble"]  # another project, another agent
+    assert "task-2731" not in answer["preamble"]
     assert datetime.now(UTC) > newest + shift
 
 

@@ -563,7 +563,7 @@ def test_fixture_through_a_real_worker(
     assert summary.final_message == stops[-1]["last_assistant_message"]
     assert stops[-1]["last_assistant_message"] in summary.completed
     features = SessionFeatures.objects.get(session=session)
-    assert "task-821" in [t["id"] for t in features.pending_tasks]
+    assert "task-1862" in [t["id"] for t in features.pending_tasks]
     assert lines[0]["cwd"] in features.active_projects
 
     before = snapshot(session)
