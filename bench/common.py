@@ -37,16 +37,47 @@ BENCH = REPO / "bench"
 LUA = BENCH / "hooks.lua"
 
 CWD = "/home/dev/src/bench"  # the project every benchmark session works in
-TOOL_OUTPUT = "x" * 2000  # 2 KB of tool output, as in the shared peer script
+TOOL_OUTPUT = "x" * 2000  # 2 KB of tool output in every PostToolUse body
 
 
-def shared_dir() -> Path | None:
-    """The shared folder beside the checkout (../shared), whatever the checkout's name."""
-    for parent in [REPO.parent, *REPO.parents]:
-        candidate = parent / "shared"
-        if (candidate / "bench-peers").is_dir():
-            return candidate
-    return None
+# The peer: the claude-mem worker, a local memory service for Claude Code, from npm; run
+# on Bun with no model and no vector store (the environment of claude_mem_env).
+CLAUDE_MEM = "claude-mem@13.25.3"
+BUN = "bun@1"
+
+
+def claude_mem_install(folder: Path) -> tuple[Path, Path]:
+    """Install the peer under ``folder`` (kept between runs): (its Bun, its plugin folder).
+
+    Raises ``subprocess.CalledProcessError`` when npm cannot fetch a package."""
+
+    def run(*command: str, cwd: Path = folder) -> str:
+        return subprocess.run(command, cwd=cwd, check=True, capture_output=True, text=True).stdout
+
+    folder.mkdir(parents=True, exist_ok=True)
+    bun = folder / "node_modules" / ".bin" / "bun"
+    if not bun.exists():
+        run("npm", "init", "-y")
+        run("npm", "install", "--silent", BUN)
+    plugin = folder / "pkg" / "package" / "plugin"
+    if not plugin.is_dir():
+        archive = folder / run("npm", "pack", "--silent", CLAUDE_MEM).strip().splitlines()[-1]
+        (folder / "pkg").mkdir(exist_ok=True)
+        run("tar", "-xzf", str(archive), "-C", str(folder / "pkg"))
+        # The worker imports zod, which the package leaves to its host to provide.
+        run("npm", "install", "--silent", "--ignore-scripts", "zod@4", cwd=plugin)
+    return bun, plugin
+
+
+def claude_mem_env(home: Path, port: int) -> dict[str, str]:
+    """The peer's environment: its data under ``home``, loopback ``port``, no extras."""
+    return {
+        **os.environ,
+        "HOME": str(home),
+        "CLAUDE_MEM_CHROMA_ENABLED": "false",
+        "CLAUDE_MEM_TRANSCRIPTS_ENABLED": "false",
+        "CLAUDE_MEM_WORKER_PORT": str(port),
+    }
 
 
 def log(message: str) -> None:
@@ -632,7 +663,7 @@ def profile_summary(raw: Path, *, focus: Sequence[str], top: int = 25) -> str:
 
 
 def post_tool_use(session_id: str, tool_use_id: str, command: str) -> dict[str, Any]:
-    """A Claude Code PostToolUse hook body, as in the shared peer script."""
+    """A Claude Code PostToolUse hook body (2 KB of tool output)."""
     return {
         "session_id": session_id,
         "transcript_path": f"/home/dev/.claude/projects/bench/{session_id}.jsonl",

@@ -44,15 +44,12 @@ CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 TARGET_MS = 60.0
 TOOL_TARGET_MS = 5.0
 TOOLS_PER_SESSION = 10
-SESSION_ID = "c386bbc4-cd61-4e30-98f1-6adf91b7584a"
-CWD = "/home/dev/src/billing-api"
-FINAL = (
-    "Done. The session store now uses redis. All 42 tests pass. Next step: update the changelog."
-)
+SESSION_ID = "5edb0bc8-1d81-4c83-adbe-3baf4facb9d3"  # the basic fixture's session
+CWD = "/home/maya/work/ledger-sync"
 PREAMBLE = (
     "[SESSION CONTINUITY — inherited from 1 prior session(s)]\n\nLAST SESSION (2h ago):\n"
-    "- asked: Migrate the session store from memcached to redis\n\nPENDING TASKS:\n"
-    "- [task-415] TODO: task-415 follow-up on monitoring. (2h ago)"
+    "- asked: The nightly ledger export skips refunds.\n\nPENDING TASKS:\n"
+    "- [task-2731] TODO: task-2731 regenerate the November ledger exports. (2h ago)"
 )
 
 
@@ -127,12 +124,9 @@ def real_interpreter(python: str) -> tuple[str, str]:
 
 
 def fixture_transcript() -> list[str]:
-    """The basic fixture's transcript when the shared fixtures are beside the repo."""
-    for base in [REPO.parent, *REPO.parents]:
-        path = base / "shared" / "fixtures" / "claude-code" / "basic" / "transcript.jsonl"
-        if path.is_file():
-            return [x for x in path.read_text().splitlines() if x.strip()]
-    return []
+    """The basic fixture's transcript (tests/fixtures/claude-code/basic)."""
+    path = REPO / "tests" / "fixtures" / "claude-code" / "basic" / "transcript.jsonl"
+    return [x for x in path.read_text().splitlines() if x.strip()]
 
 
 def write_transcript(path: Path, size_kb: int) -> int:
@@ -157,21 +151,7 @@ def write_transcript(path: Path, size_kb: int) -> int:
             line = json.dumps(record)
             lines.append(line)
             size += len(line) + 1
-    last_turn = fixture_transcript() or [
-        json.dumps(
-            {
-                "type": "assistant",
-                "message": {
-                    "id": "msg_last",
-                    "role": "assistant",
-                    "content": [
-                        {"type": "thinking", "thinking": "TODO: task-415 follow-up."},
-                        {"type": "text", "text": FINAL},
-                    ],
-                },
-            }
-        )
-    ]
+    last_turn = fixture_transcript()
     path.write_text("\n".join(lines + last_turn) + "\n")
     return path.stat().st_size
 
@@ -192,15 +172,8 @@ def hook_line(kind: str, transcript: Path) -> str:
             "tool_use_id": "toolu_07923986-bb9",
         }
     elif kind == "Stop":
-        last = fixture_transcript()
-        final = FINAL
-        if last:
-            texts = [
-                b["text"]
-                for b in json.loads(last[-1])["message"]["content"]
-                if b.get("type") == "text"
-            ]
-            final = texts[-1] if texts else FINAL
+        last = json.loads(fixture_transcript()[-1])["message"]["content"]
+        final = next(b["text"] for b in reversed(last) if b.get("type") == "text")
         base |= {"stop_hook_active": False, "last_assistant_message": final}
     elif kind == "SessionStart":
         base |= {"source": "startup", "model": "claude-sonnet-4-5"}

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How fast ``sessionhub.text.redaction.redact_text`` is on the strings gateways actually send.
 
-The corpus is every string value in the shared fixtures: each Claude Code hook line and
+The corpus is every string value in tests/fixtures: each Claude Code hook line and
 transcript line, each OpenClaw hook call, and each text of ``secrets.jsonl``. The corpus
 is redacted over and over for a few seconds to get strings/s and MB/s; then each string
 is timed on its own (over a batch of calls, so the clock's own cost washes out; best of
@@ -43,12 +43,8 @@ _CALLS_PER_SAMPLE = 50
 
 
 def fixtures_dir() -> Path:
-    """The shared fixtures folder beside the checkout (or beside one of its parents)."""
-    for parent in (REPO.parent, *REPO.parents):
-        candidate = parent / "shared" / "fixtures"
-        if (candidate / "secrets.jsonl").is_file():
-            return candidate
-    raise FileNotFoundError("shared/fixtures not found beside the checkout")
+    """The gateway fixtures of the test suite (tests/fixtures/)."""
+    return REPO / "tests" / "fixtures"
 
 
 def _strings_in(value: Any) -> Iterator[str]:

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What redaction costs on the ingest path, printed beside what the database write costs.
 
-Every payload of the shared fixtures (each Claude Code hook line, each OpenClaw hook call,
+Every payload of tests/fixtures (each Claude Code hook line, each OpenClaw hook call,
 each text of ``secrets.jsonl``) goes through ``sessionhub.text.redaction.redact_value``, the call
 ingestion makes on every event, over and over for a few seconds: that gives strings
 redacted per second. Then the same redacted payloads are written as JSONB rows into a
@@ -51,11 +51,7 @@ DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/postgres"
 
 
 def fixtures_dir() -> Path:
-    for parent in [REPO.parent, *REPO.parents]:
-        candidate = parent / "shared" / "fixtures"
-        if (candidate / "secrets.jsonl").is_file():
-            return candidate
-    sys.exit("shared/fixtures not found beside the checkout")
+    return REPO / "tests" / "fixtures"
 
 
 def read_jsonl(path: Path) -> list[Any]:

@@ -354,40 +354,35 @@ class Bench:
         return result.stdout
 
     def start_peer(self) -> None:
-        shared = common.shared_dir()
-        if shared is None:
-            self.note("peer skipped: no shared/bench-peers folder beside the checkout")
-            return
         reason = common.ensure_node()
         if reason:
             self.note(f"peer skipped: {reason}")
             return
+        try:
+            bun, plugin = common.claude_mem_install(self.peer_dir)
+        except (OSError, subprocess.CalledProcessError) as exc:
+            detail = getattr(exc, "stderr", "") or str(exc)
+            self.note(f"peer skipped: installing {common.CLAUDE_MEM} failed: {detail[-500:]}")
+            return
         port = common.free_port()
-        self.peer_dir.mkdir(parents=True, exist_ok=True)
         # Its install is kept between runs; its data is not: it starts empty like ours.
-        shutil.rmtree(self.peer_dir / "home", ignore_errors=True)
-        # Its worker stays in the group of this script call, which is stopped at the end.
+        home = self.peer_dir / "home"
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir()
+        # The worker is its own process group, stopped at the end with the others.
         group = self.procs.start(
             "claude-mem",
-            [
-                "bash",
-                str(shared / "bench-peers" / "claude-mem-up.sh"),
-                str(self.peer_dir),
-                str(port),
-            ],
-            env={**os.environ},
+            [str(bun), "scripts/worker-service.cjs"],
+            env=common.claude_mem_env(home, port),
+            cwd=plugin,
         )
+        (self.peer_dir / "worker.pid").write_text(str(group.proc.pid))
         try:
-            group.proc.wait(timeout=600)
-        except subprocess.TimeoutExpired:
-            self.note("peer skipped: claude-mem-up.sh took over 10 minutes")
-            return
-        try:
-            common.wait_http(f"http://127.0.0.1:{port}/api/health", timeout=30)
+            common.wait_http(f"http://127.0.0.1:{port}/api/health", timeout=30, group=group)
         except RuntimeError:
             self.note(
-                "peer skipped: the claude-mem worker did not start "
-                f"(see {self.peer_dir}/worker.log and {group.log_path}):\n{group.tail(5)}"
+                f"peer skipped: the claude-mem worker did not start (see {group.log_path}):\n"
+                f"{group.tail(5)}"
             )
             return
         self.peer_base = f"http://127.0.0.1:{port}"

@@ -12,7 +12,7 @@ What it runs, on this machine:
   (``--celery-concurrency``) and Celery beat, all with production settings (DEBUG=0);
 - a separate load process that sends ``--rate`` hook posts a second for ``--minutes``,
   open loop (each request due at a fixed time, on a fresh connection, latency measured
-  from when it was due): realistic Claude Code sessions (the shared fixtures' hooks, each
+  from when it was due): realistic Claude Code sessions (the hooks of tests/fixtures, each
   with the hook client's ``sessionhub`` block) starting and ending, ``--sessions`` at a
   time, spread over six gateway tokens (each under the production rate limit).
 
@@ -50,10 +50,7 @@ from typing import Any
 import psycopg
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = next(
-    (p / "shared" / "fixtures" for p in REPO.parents if (p / "shared" / "fixtures").exists()),
-    REPO.parent / "shared" / "fixtures",
-)
+FIXTURES = REPO / "tests" / "fixtures"
 DATABASE = "sessionhub_soak"
 REDIS_DB = 14
 TOKENS = 6

@@ -1,5 +1,5 @@
 """Shared fixtures: teams and tokens for owner / stranger questions, API clients, the
-gateway fixtures from ../shared/fixtures, and a header that says which backends ran."""
+gateway fixtures of tests/fixtures/, and a header that says which backends ran."""
 
 from __future__ import annotations
 
@@ -18,12 +18,8 @@ from sessionhub.models import ApiToken, Team
 from sessionhub.services import api_token_create, team_get_or_create
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO.parent / "shared" / "fixtures"
-if not FIXTURES.exists():  # a checkout with shared/ beside it, whatever its name
-    FIXTURES = next(
-        (p / "shared" / "fixtures" for p in REPO.parents if (p / "shared" / "fixtures").exists()),
-        FIXTURES,
-    )
+# The gateway fixtures (written by tests/fixtures/build.py; see tests/fixtures/README.md).
+FIXTURES = REPO / "tests" / "fixtures"
 
 CLAUDE_CODE_SCENARIOS = ["basic", "clear", "compact", "crash", "secrets"]
 OPENCLAW_SCENARIOS = ["basic", "compact", "idle", "reset", "restart"]

@@ -154,13 +154,14 @@ def test_member_browses_filters_searches_and_reads_a_session(
     shot(page, "03-sessions-active")
 
     page.get_by_role("link", name="Clear filters").click()
-    page.get_by_label("Search").fill("changelog")
+    page.get_by_label("Search").fill("refunds")
     page.get_by_label("Source").select_option("claude-code")
     page.get_by_role("button", name="Apply").click()
-    page.wait_for_url(re.compile(r"q=changelog"))
+    page.wait_for_url(re.compile(r"q=refunds"))
     found = page.locator("table.sessions tbody").inner_text()
     assert world["basic"].external_id[:20] in found
-    assert "research" not in found  # no OpenClaw session talks about a changelog
+    for scenario in ("basic", "restart"):  # no OpenClaw session talks about refunds
+        assert openclaw_hooks(scenario)[0]["event"]["sessionId"][:20] not in found
     shot(page, "04-sessions-search")
 
     page.get_by_role("link", name=re.compile(world["basic"].external_id[:12])).first.click()
@@ -168,17 +169,17 @@ def test_member_browses_filters_searches_and_reads_a_session(
     assert page.locator("ol.timeline li.ev").count() == world["basic"].event_count
     assert page.locator("ol.timeline li.k-turn").count() >= 1
     tail = page.locator("#tail")
-    assert "changelog" in tail.inner_text()
+    assert "regression test for a refund" in tail.inner_text()
     summary = page.locator("#summary")
     assert "request" in summary.inner_text().lower()
-    assert "memcached" in summary.inner_text().lower()
+    assert "negative amounts" in summary.inner_text().lower()
     shot(page, "05-session-detail")
 
     page.get_by_role("link", name="Edit the agent's pins").click()
     page.get_by_role("heading", name="Pin something").wait_for()
     form = page.locator("#new-pin")
     form.get_by_label("Label").fill("deploy window")
-    form.get_by_label("Content").fill("Only deploy billing-api on Tuesdays")
+    form.get_by_label("Content").fill("Only deploy ledger-sync on Tuesdays")
     form.get_by_label("Priority").select_option("critical")
     form.get_by_role("button", name="Pin").click()
     page.get_by_text("Pinned “deploy window”.").wait_for()

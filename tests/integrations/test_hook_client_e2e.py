@@ -38,6 +38,7 @@ from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
 from memory.models import ContinuityRecord, Observation, SessionFeatures, StreamTail, Summary
 from tests.conftest import CLAUDE_CODE_SCENARIOS, FIXTURES, claude_code_hooks
 from tests.lifecycle.test_replay_http import EXPECTED_CLAUDE_CODE
+from tests.memory.test_pipeline import OPEN_WORK
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,15 +47,24 @@ CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 # The project whose code this test process runs: the server subprocess runs the same one.
 PROJECT = Path(sessionhub.__file__).resolve().parent.parent
 
-# The task each scenario's transcript leaves open ("TODO: task-NNN follow-up ...").
+# The TODO each scenario's transcript plants in the model's thinking ("TODO: task-NNNN
+# ..."): a plan, which is never a pending task (issue 32).
 PENDING_TASK = {
-    "basic": "task-415",
-    "clear": "task-420",
-    "compact": "task-821",
-    "crash": "task-465",
-    "secrets": "task-214",
+    "basic": "task-2731",
+    "clear": "task-3094",
+    "compact": "task-1862",
+    "crash": "task-5507",
+    "secrets": "task-4418",
 }
-SECRET_IN_FIXTURE = "AKIAYS7BUZSBKMUIV3NR"  # the AWS key inside the secrets scenario
+# The next step each scenario's first final message names ("Next step: ...").
+NEXT_STEP = {
+    "basic": "Next step: regenerate the November exports.",
+    "clear": "Next step: rebuild the search index.",
+    "compact": "Next step: mention the change in RELEASE_NOTES.md.",
+    "crash": "Next step: check the invoice totals.",
+    "secrets": "Next step: purge the CDN cache.",
+}
+SECRET_IN_FIXTURE = "AKIAN9YAT71DNVPUM7HS"  # the AWS key inside the secrets scenario
 TRANSCRIPT_EVENTS = {"Stop", "SubagentStop", "SessionEnd"}
 UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
@@ -213,7 +223,7 @@ def check_scenario(scenario: Scenario) -> Session:
     assert session.compaction_count == compactions
     assert session.channel == "cli"
     assert session.cwd == session.project == lines[0]["cwd"]
-    assert session.model == "claude-sonnet-4-5"
+    assert session.model == "claude-opus-4-1"
     if status == SessionStatus.ENDED:
         assert session.ended_at is not None
 
@@ -260,15 +270,21 @@ def check_scenario(scenario: Scenario) -> Session:
     assert summary.completed in words(final)
     assert summary.request.startswith(lines[1]["prompt"])
     if "Next step:" in final:
-        assert "Next step: update the changelog." in summary.next_steps
+        assert NEXT_STEP[scenario.name] in summary.next_steps
+    # The summary hands on what is open, and never a step a later turn did.
+    for step in OPEN_WORK[scenario.name]:
+        assert step in summary.next_steps
+    if not OPEN_WORK[scenario.name]:
+        assert NEXT_STEP[scenario.name].removeprefix("Next step: ") not in summary.next_steps
 
     # The TODO the transcript plants in the model's thinking is its plan, not the session's
-    # open work (issue 32); what the last final message hands on ("Next step: ...") is.
+    # open work (issue 32); what a final message hands on ("Next step: ...") is, until a
+    # later turn does it.
     features = SessionFeatures.objects.get(session=session)
     pending = {task["id"] for task in features.pending_tasks}
     assert PENDING_TASK[scenario.name] not in pending, features.pending_tasks
     texts = [task["text"] for task in features.pending_tasks]
-    assert texts == (["update the changelog."] if "Next step:" in final else []), texts
+    assert texts == OPEN_WORK[scenario.name], texts
     assert lines[0]["cwd"] in features.active_projects
 
     if scenario.name == "secrets":
@@ -316,7 +332,7 @@ def test_session_start_prints_the_preamble_of_the_right_prior_session(
     live_server: Any, token: str, tmp_path: Path
 ) -> None:
     client = HookClient(tmp_path, live_server.url, token)
-    # Another project's session (task-420 left open) and then the basic session.
+    # Another project's session (its next step left open) and then the basic session.
     for name in ("clear", "basic"):
         replay(client, Scenario(name, tmp_path / "transcripts"))
     basic = claude_code_hooks("basic")
@@ -331,7 +347,7 @@ def test_session_start_prints_the_preamble_of_the_right_prior_session(
         "permission_mode": "default",
         "hook_event_name": "SessionStart",
         "source": "startup",
-        "model": "claude-sonnet-4-5",
+        "model": "claude-opus-4-1",
     }
     out = client.hook(start)
     assert out.endswith("\n") and out.count("\n") == 1, repr(out)
@@ -340,11 +356,15 @@ def test_session_start_prints_the_preamble_of_the_right_prior_session(
     assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = answer["hookSpecificOutput"]["additionalContext"]
-    assert "update the changelog" in context  # what the prior session left open
-    assert "task-415" not in context  # a TODO of its thinking is no task
-    assert "billing-api" in context  # its project
-    assert "orders" not in context  # another project's session is not "prior"
-    assert "infra-terraform" not in context
+    # What the prior session left open: the step its final message handed on; the TODO of
+    # its thinking is no task (issue 32).
+    assert "regenerate the November exports" in context
+    assert "task-2731" not in context
+    assert "ledger-sync" in context  # its project
+    # Another project's session is not "prior": neither its open step nor its project.
+    assert "rebuild the search index" not in context
+    assert "task-3094" not in context
+    assert "docs-portal" not in context
 
     session = Session.objects.get(external_id=new_id)
     assert session.agent_id == prior.agent_id

@@ -150,7 +150,7 @@ def _check(report: dict[str, Any], fixtures: dict[str, list[dict[str, Any]]], to
         # token's name, then the instance id the plugin made for itself.
         assert session.agent.external_id.startswith(f"{session.team.slug}-gw/")
         assert session.agent.external_id.endswith(":" + lines[0]["ctx"]["agentId"])
-        assert session.channel == "discord"
+        assert session.channel == "telegram"
         assert session.session_key == lines[0]["event"]["sessionKey"]
         assert session.started_at == _ts(lines[0]["ts"])
         assert session.ended_at == _ts(lines[-1]["ts"])
@@ -195,8 +195,8 @@ def _check(report: dict[str, Any], fixtures: dict[str, list[dict[str, Any]]], to
             assert record.preamble == ""
             assert call["returned"] is None
 
-    # The first of each agent is cold, the later ones of "research" are warm.
+    # The first of each agent is cold, the later ones of "ops" are warm.
     assert by_session[sessions["basic"].external_id]["returned"] is None
     assert by_session[sessions["reset"].external_id]["returned"] is None
     compact = by_session[sessions["compact"].external_id]["returned"]["prependContext"]
-    assert "orders dashboard" in compact.lower()  # what the basic session was asked
+    assert "backup job on db-2" in compact.lower()  # what the basic session was asked

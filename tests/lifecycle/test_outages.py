@@ -121,5 +121,5 @@ def test_broker_down_events_stored_and_the_outbox_catches_up(
             time.sleep(0.2)
     assert session.memory_dirty_at is None
     summary = Summary.objects.get(session=session)
-    assert "changelog" in summary.completed + summary.next_steps
+    assert "November exports" in summary.completed + summary.next_steps
     assert services.outbox_sweep(now=later) == 0  # nothing left to queue

@@ -1,4 +1,4 @@
-"""Gateway payloads for the memory tests, built from the shared fixtures the way the
+"""Gateway payloads for the memory tests, built from tests/fixtures the way the
 gateways' clients send them (the model rows are in tests/factories.py)."""
 
 from __future__ import annotations

@@ -82,7 +82,7 @@ def wipe() -> None:
 
 def test_export_import_export_round_trips(api: APIClient, team: Team) -> None:
     first, second = replay_chain(api)
-    assert Observation.objects.filter(session=first).count() == 4
+    assert Observation.objects.filter(session=first).count() == 5
     assert StreamTail.objects.filter(session=first).exists()
     assert Summary.objects.filter(session=first).exists()
     assert ContinuityRecord.objects.filter(session=second).exists()

@@ -1,4 +1,4 @@
-"""No secret of the shared corpus survives ingestion, anywhere: every text of
+"""No secret of the corpus survives ingestion, anywhere: every text of
 ``secrets.jsonl`` is posted through each ingest endpoint in each place a gateway puts
 text (and pinned), the memory pipeline runs, then every row of every table and every
 read endpoint's answer is searched. Each ``keep`` string must still be there.
@@ -392,7 +392,7 @@ def test_secret_corpus_through_every_ingest_endpoint(
 def test_claude_code_secrets_fixture_leaves_no_aws_key(live_server: Any, token: str) -> None:
     lines = claude_code_as_sent("secrets")
     planted = sorted(set(AWS_KEY_ID.findall(json.dumps(lines))))
-    assert planted == ["AKIAYS7BUZSBKMUIV3NR"]
+    assert planted == ["AKIAN9YAT71DNVPUM7HS"]
     for line in lines:
         response = requests.post(
             f"{live_server.url}/api/v1/hooks/claude-code",
@@ -408,7 +408,7 @@ def test_claude_code_secrets_fixture_leaves_no_aws_key(live_server: Any, token: 
     bash = [o for o in Observation.objects.filter(session=session) if "aws s3" in o.input_digest]
     assert len(bash) == 1
     assert "[REDACTED:" in bash[0].input_digest
-    assert "aws s3 ls s3://web-frontend-backups" in bash[0].input_digest
+    assert "aws s3 ls s3://storefront-media/products/" in bash[0].input_digest
 
     everywhere = [
         f"{table}: {text[:160]!r}"

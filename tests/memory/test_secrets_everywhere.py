@@ -1,12 +1,12 @@
 """No piece of a secret anywhere (issue 15 "What it must show", issue 12 item 0).
 
-Every format of the shared corpus (``secrets.jsonl``), a format twin of each (the same
-format, fresh random characters) and the recall corpus of the redaction tests (Azure,
-SendGrid, Stripe restricted keys and the rest) go through every field of every ingest
-endpoint: identifiers (event, session, agent ids, session keys, hook names, resumed-from
-and next ids), JSON object keys, working directories, git remotes (with credentials and
-with ``Authorization:`` headers), strings longer than the trim limit with the secret
-across the cut, reasoning tails that the hook client cut inside an assignment, and
+Every format of the secrets corpus (``tests/fixtures/secrets.jsonl``), a format twin of
+each (the same format, fresh random characters) and the recall corpus of the redaction
+tests (Azure, SendGrid, Stripe restricted keys and the rest) go through every field of
+every ingest endpoint: identifiers (event, session, agent ids, session keys, hook names,
+resumed-from and next ids), JSON object keys, working directories, git remotes (with
+credentials and with ``Authorization:`` headers), strings longer than the trim limit with
+the secret across the cut, reasoning tails that the hook client cut inside an assignment, and
 continuity requests. Then no 12-character piece of any secret, in any letter case, may be
 found in the database (every row of every table), in any answer of the API (the ingest
 answers included), in an export, in the dashboard's HTML or in the logs.
@@ -51,7 +51,8 @@ _rng = random.Random(20261123)
 
 # Literal parts of formats that a twin keeps (everything else is drawn afresh).
 _FIXED = ("github_pat_", "sk-ant-api03-", "sk-proj-", "sk_live_", "rk_live_", "xoxb-", "eyJ")
-_FIXED += ("AKIA", "ASIA", "AIza", "ghp_", "gho_", "T3BlbkFJ")
+_FIXED += ("AKIA", "ASIA", "AIza", "ghp_", "gho_", "ghs_", "xoxp-", "T3BlbkFJ")
+_FIXED += ("sk-",)  # after the longer sk- prefixes, which are tried first
 
 
 def _fresh(char: str) -> str:

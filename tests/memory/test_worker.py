@@ -563,9 +563,11 @@ def test_fixture_through_a_real_worker(
     assert summary.final_message == stops[-1]["last_assistant_message"]
     assert stops[-1]["last_assistant_message"] in summary.completed
     features = SessionFeatures.objects.get(session=session)
-    # The fixture's TODO is in the model's thinking: no pending task (issue 32).
-    assert "task-821" not in [t["id"] for t in features.pending_tasks]
-    assert features.hot_topics
+    # The fixture's TODO (task-1862) is in the model's thinking: no pending task (issue 32);
+    # the step its first answer handed on, the second turn did.
+    assert "task-1862" not in [t["id"] for t in features.pending_tasks]
+    assert features.pending_tasks == []
+    assert "apns" in features.hot_topics
     assert lines[0]["cwd"] in features.active_projects
 
     before = snapshot(session)

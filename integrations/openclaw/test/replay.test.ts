@@ -48,7 +48,7 @@ test(`fixture replay through the registered handlers (${LIVE ? `live SessionHub 
   const server = LIVE ? null : new StandinServer("replay-token");
   if (server) {
     await server.start();
-    server.defaultPreamble = "## Continuity\nEarlier you worked on the orders dashboard.";
+    server.defaultPreamble = "## Continuity\nEarlier you looked into the db-2 backup.";
   }
   const queueDir = mkdtempSync(join(tmpdir(), "sessionhub-replay-"));
   const timeoutMs = LIVE ? Number(process.env.SESSIONHUB_TIMEOUT_MS ?? 10000) : 1000;

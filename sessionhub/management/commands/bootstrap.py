@@ -16,8 +16,9 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if Team.objects.exists():
             self.stdout.write(
-                "SessionHub is set up. New token: python manage.py create_api_token TEAM; "
-                "admin user: make superuser"
+                "SessionHub is set up. New token: python manage.py create_api_token TEAM "
+                "(installed: sessionhub create_api_token TEAM); admin user: make superuser "
+                "(installed: sessionhub createsuperuser)"
             )
             return
         team = team_get_or_create(slug="default", name="Default team")
@@ -28,5 +29,6 @@ class Command(BaseCommand):
         self.stdout.write(f"\n    {raw}\n")
         self.stdout.write(
             "Gateways send it as 'Authorization: Bearer <token>'. "
-            "For the dashboard and admin, create a user with: make superuser"
+            "For the dashboard and admin, create a user with: make superuser "
+            "(installed: sessionhub createsuperuser)"
         )

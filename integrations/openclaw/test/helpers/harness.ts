@@ -164,14 +164,11 @@ export interface FixtureFile {
   lines: FixtureLine[];
 }
 
-/** Where the OpenClaw fixtures live: $SESSIONHUB_FIXTURES_DIR, else the usual places. */
+/** Where the OpenClaw fixtures live: $SESSIONHUB_FIXTURES_DIR, else the repository's tests/fixtures/openclaw. */
 export function findFixturesDir(): string {
   const candidates = [
     process.env.SESSIONHUB_FIXTURES_DIR,
     join(PACKAGE_ROOT, "..", "..", "tests", "fixtures", "openclaw"),
-    join(PACKAGE_ROOT, "..", "..", "fixtures", "openclaw"),
-    join(PACKAGE_ROOT, "..", "..", "..", "shared", "fixtures", "openclaw"),
-    "/work/shared/fixtures/openclaw",
   ].filter((c): c is string => !!c);
   for (const dir of candidates) {
     if (existsSync(dir) && readdirSync(dir).some((f) => f.endsWith(".jsonl"))) return dir;

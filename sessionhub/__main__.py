@@ -1,0 +1,5 @@
+"""``python -m sessionhub``: the ``sessionhub`` command (see sessionhub/cli.py)."""
+
+from sessionhub.cli import main
+
+main()
