@@ -271,29 +271,40 @@ def _names_as_words(text: str) -> str:
     return text.replace("_", " ") if "_" in text else text
 
 
-# Words that say what kind of work a step is, not what it is about: one word to compare, so
-# that "mention the change in RELEASE_NOTES.md" is done when "Release notes updated" is said.
+# Words that say what kind of work a step is, not what it is about. A result that names
+# some kind of work and the things a step is about finishes it whatever the verbs:
+# "mention the change in RELEASE_NOTES.md" is done when "Release notes updated" is said.
 _KIND_OF_WORK = frozenset(
     stem(word)
-    for word in "add adds added mention change update edit include document describe".split()
+    for word in "add adds added adding mention change update edit include document describe".split()
 )
-_WORK = "(work)"
 
 
-def _terms(text: str) -> frozenset[str]:
-    """A text's content stems for ``superseded``: names read as words, the words of the
-    kind of work as one."""
-    stems = content_stems(_names_as_words(text))
-    if stems.isdisjoint(_KIND_OF_WORK):
-        return stems
-    return frozenset(_WORK if word in _KIND_OF_WORK else word for word in stems)
+def two_thirds(terms: AbstractSet[str]) -> int:
+    """How many of some terms a result must hold: two thirds, rounded up, at least one."""
+    return max(1, -(-2 * len(terms) // 3))
+
+
+def names_kind_of_work(stems: AbstractSet[str]) -> bool:
+    return not stems.isdisjoint(_KIND_OF_WORK)
 
 
 @functools.lru_cache(maxsize=4096)
-def step_terms(step: str) -> frozenset[str]:
-    """The words ``superseded`` looks for in later results: a step's content stems, its
-    names read as words, its task ids left out, the words of the kind of work as one."""
-    return _terms(without_task_ids(step))
+def step_terms(step: str) -> tuple[frozenset[str], frozenset[str]]:
+    """What ``superseded`` looks for of a step in later results: its content stems (names
+    read as words, task ids left out), and, when some of them name the kind of work, the
+    others: what it is about (else empty)."""
+    terms = content_stems(_names_as_words(without_task_ids(step)))
+    about = terms - _KIND_OF_WORK
+    return terms, (about if about != terms else frozenset())
+
+
+def covers(terms: frozenset[str], about: frozenset[str], stems: AbstractSet[str]) -> bool:
+    """Whether a result's stems cover a step's ``step_terms``: two thirds of its terms, or,
+    when both name a kind of work, two thirds of what the step is about."""
+    if terms and len(terms & stems) >= two_thirds(terms):
+        return True
+    return bool(about) and names_kind_of_work(stems) and len(about & stems) >= two_thirds(about)
 
 
 def completion_facts(sentences: Iterable[str]) -> list[Completion]:
@@ -301,7 +312,7 @@ def completion_facts(sentences: Iterable[str]) -> list[Completion]:
     return [
         (
             frozenset(m.group(1).lower() for m in _TASK_ID.finditer(sentence)),
-            _terms(sentence),
+            content_stems(_names_as_words(sentence)),
         )
         for sentence in sentences
     ]
@@ -318,20 +329,18 @@ def superseded(
     step: str, completions: Iterable[str | Completion], done_ids: Iterable[str] = ()
 ) -> bool:
     """Whether later evidence finished an intention: a task id it names was said to be
-    done, or a later sentence reporting a result holds two thirds of its words or more
-    (``step_terms``)."""
+    done, or a later sentence reporting a result covers its words (``covers``)."""
     ids = {m.group(1).lower() for m in _TASK_ID.finditer(step)}
     if ids and ids & {i.lower() for i in done_ids}:
         return True
-    terms = step_terms(step)
-    needed = max(1, -(-2 * len(terms) // 3))  # at least two thirds, rounded up
+    terms, about = step_terms(step)
     for completion in completions:
         later_ids, stems = (
             completion_facts([completion])[0] if isinstance(completion, str) else completion
         )
         if ids and ids & later_ids:
             return True
-        if terms and len(terms & stems) >= needed:
+        if covers(terms, about, stems):
             return True
     return False
 

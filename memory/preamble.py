@@ -35,6 +35,7 @@ class Evidence:
         self.count = 0
         self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
         self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
+        self.of_work: set[int] = set()  # the sentences that name a kind of work
 
     def add(self, facts: Iterable[feature_lib.Completion]) -> None:
         for ids, stems in facts:
@@ -42,6 +43,8 @@ class Evidence:
                 self.by_id.setdefault(task_id, self.count)
             for stem in stems:
                 self.by_stem.setdefault(stem, []).append(self.count)
+            if feature_lib.names_kind_of_work(stems):
+                self.of_work.add(self.count)
             self.count += 1
 
     def covers(self, text: str, upto: int) -> bool:
@@ -49,15 +52,22 @@ class Evidence:
         ids = feature_lib.task_ids(text)
         if any(self.by_id.get(i, upto) < upto for i in ids):
             return True
-        terms = feature_lib.step_terms(text)
+        terms, about = feature_lib.step_terms(text)
+        return self._held(terms, upto) or self._held(about, upto, self.of_work)
+
+    def _held(self, terms: frozenset[str], upto: int, among: set[int] | None = None) -> bool:
+        """Whether one of the first ``upto`` sentences (of ``among``, when given) holds two
+        thirds of ``terms``."""
         if not terms:
             return False
-        needed = max(1, -(-2 * len(terms) // 3))
+        needed = feature_lib.two_thirds(terms)
         hits: dict[int, int] = {}
         for term in terms:
             for index in self.by_stem.get(term, ()):
                 if index >= upto:
                     break
+                if among is not None and index not in among:
+                    continue
                 hits[index] = hits.get(index, 0) + 1
                 if hits[index] >= needed:
                     return True

@@ -298,6 +298,8 @@ def test_score_parts_add_up() -> None:
         ("invalidate entries on price changes", ["Stale cache headers removed."]),
         ("mention the change in RELEASE_NOTES.md", ["Release notes updated and pushed."]),
         ("mention the change in RELEASE_NOTES.md", ["Changes added and pushed."]),
+        ("Document the webhook setup", ["Added webhook signature checks."]),
+        ("add a metric for replayed events", ["Replayed events get a 200."]),
         ("update the changelog", ["CHANGELOG_ENTRIES updated."]),
     ],
 )

@@ -105,8 +105,8 @@ def test_a_later_report_closes_a_marked_task() -> None:
 
 def test_a_report_in_other_words_closes_a_step_that_names_a_file() -> None:
     """A step handed on, asked for in the next prompt and reported done in other words:
-    the file's name read as words, "mention the change" as the same kind of work as
-    "updated"."""
+    the file's name read as words, "mention the change" and "updated" both a kind of
+    work."""
     sources = [
         ("final_message", "The fix is in. Next step: mention the change in RELEASE_NOTES.md."),
         ("prompt", "Add it to the release notes and push the branch."),
@@ -116,7 +116,11 @@ def test_a_report_in_other_words_closes_a_step_that_names_a_file() -> None:
     # The kind of work alone never closes a step about something else.
     sources[2] = ("final_message", "Changes added to the changelog and pushed.")
     assert pending(sources) == ["mention the change in RELEASE_NOTES.md."]
-    # Nor do the words of what it is about without the work: two of four are not enough.
+    # Nor does one of the two things a step is about, with a kind of work...
+    step = ("final_message", "Remaining: document the webhook setup.")
+    report = ("final_message", "Added Stripe webhook signature checks to the endpoint.")
+    assert pending([step, report]) == ["document the webhook setup."]
+    # ... nor the things it is about without any: two of four words are not enough.
     step = ("final_message", "Remaining: add a metric for replayed events.")
     report = ("final_message", "Replayed events now get a 200 with the stored result.")
     assert pending([step, report]) == ["add a metric for replayed events."]
