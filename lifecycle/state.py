@@ -158,7 +158,8 @@ def _count(session: Session, event: FoldEvent) -> None:
         session.prompt_count += 1
     elif kind == EventKind.TOOL_USE and event.phase != "pre":
         session.tool_use_count += 1
-    elif kind == EventKind.TURN_END and event.phase != "final":
+    elif kind == EventKind.TURN_END and event.phase != "final" and not event.facts.get("subagent"):
+        # A subagent's end is its own, not a turn of the session.
         session.turn_count += 1
     elif kind == EventKind.COMPACTION_BEFORE:
         session.compaction_count += 1

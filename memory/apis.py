@@ -204,6 +204,8 @@ class SummarySerializer(serializers.ModelSerializer):
         fields = [
             *SECTIONS,
             "final_message",
+            "outcome",
+            "outcome_detail",
             "method",
             "fallback_reason",
             "updated_at",
@@ -320,6 +322,7 @@ class ContinuityAnswerSerializer(serializers.Serializer):
     candidates_scored = serializers.IntegerField()
     inherited_pins = serializers.ListField(child=serializers.DictField())
     keywords = serializers.ListField(child=serializers.CharField())
+    reason = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -112,16 +113,25 @@ def _keywords_as_given(session: Session, keywords: list[str] | None, prompt: str
 RECORD_EXPLAINED = 20
 
 
-def record_entries(ranked: list[Candidate], used: set[uuid.UUID]) -> list[dict[str, Any]]:
+def record_entries(ranked: list[Candidate], used: Iterable[uuid.UUID]) -> list[dict[str, Any]]:
     """The record's candidates, best first: the first ``RECORD_EXPLAINED`` and every source
-    with the parts of their score, the others with their score alone."""
+    (``used``, in the order the preamble quotes them) with the parts of their score, the
+    others with their score alone."""
     k = knobs()
+    order = {pk: rank for rank, pk in enumerate(used)}
     return [
-        c.as_record_entry(c.session.pk in used, k)
-        if rank < RECORD_EXPLAINED or c.session.pk in used
+        c.as_record_entry(c.session.pk in order, k, order.get(c.session.pk))
+        if rank < RECORD_EXPLAINED or c.session.pk in order
         else c.as_record_brief()
         for rank, c in enumerate(ranked)
     ]
+
+
+def _source_order(entry: dict[str, Any]) -> tuple[int, float]:
+    """Sources in the order the preamble quotes them (records made before that order was
+    kept: by score)."""
+    rank = entry.get("source_rank")
+    return (rank if isinstance(rank, int) else 1_000, -float(entry.get("score") or 0))
 
 
 def _record(
@@ -136,8 +146,9 @@ def _record(
     requested_by: str,
     user: Any,
     stage: str = "",
+    reason: str = "",
 ) -> ContinuityRecord:
-    used = {c.session.pk for c in chosen}
+    used = [c.session.pk for c in chosen]
     record = ContinuityRecord(
         team_id=session.team_id,
         session=session,
@@ -158,6 +169,7 @@ def _record(
         ],
         keywords=sorted(keywords),
         preamble=preamble,
+        reason=reason,
         requested_by=requested_by[:200],
         requested_by_user=user if getattr(user, "pk", None) else None,
         redaction_version=RULES_VERSION,
@@ -170,11 +182,14 @@ def _record(
 
 @dataclass(frozen=True, slots=True)
 class Decision:
-    """Which candidates a preamble draws from, and why."""
+    """Which candidates a preamble draws from, and why; ``serve`` is False when the
+    session was already told about them (its start's preamble)."""
 
     ranked: list[Candidate]
     chosen: list[Candidate]
     by_relevance: bool
+    serve: bool = True
+    reason: str = ""
 
 
 def choose(scored: list[Candidate], *, prompt_known: bool, k: dict[str, Any]) -> Decision:
@@ -190,14 +205,137 @@ def choose(scored: list[Candidate], *, prompt_known: bool, k: dict[str, Any]) ->
     if by_relevance:
         eligible = [c for c in ranked if c.relevance >= k["RELEVANCE_MIN"]]
     chosen = [c for c in eligible if c.score >= k["THRESHOLD"]][: k["MAX_SOURCES"]]
-    return Decision(ranked, chosen, by_relevance)
+    reason = (
+        "the first prompt's relevance"
+        if by_relevance
+        else "recency, pending work and shared topics (the reference formula)"
+    )
+    return Decision(ranked, chosen, by_relevance, reason=reason)
 
 
-def _best_source_of(record: ContinuityRecord | None) -> str | None:
+def _name(candidate: Candidate) -> str:
+    return candidate.session.external_id or str(candidate.session.pk)
+
+
+def strong_evidence(best: Candidate, kept: Candidate, k: dict[str, Any]) -> str:
+    """Why the first prompt's best candidate may replace the start's choice ('' when it
+    may not): relevant enough, clearly more than the start's choice, on more than one
+    term."""
+    if best.relevance < k["RELEVANCE_STRONG"]:
+        return ""
+    if best.relevance < kept.relevance + k["RELEVANCE_MARGIN"]:
+        return ""
+    if len(best.matched) < k["STRONG_MIN_TERMS"]:
+        return ""
+    terms = ", ".join(f"'{t}'" for t in best.matched[:6])
+    return (
+        f"the first prompt matched {terms} of {_name(best)} (relevance {best.relevance:.2f} "
+        f"against {kept.relevance:.2f} for {_name(kept)}, the start's choice)"
+    )
+
+
+def _weak(best: Candidate, kept: Candidate, k: dict[str, Any], shared: int) -> str:
+    if shared:
+        return f"the first prompt also opens {shared} earlier session(s), so it says little"
+    if len(best.matched) < k["STRONG_MIN_TERMS"]:
+        return f"the first prompt matched only {len(best.matched)} term(s) of {_name(best)}"
+    return (
+        f"{_name(best)} is not clearly more relevant (relevance {best.relevance:.2f} against "
+        f"{kept.relevance:.2f})"
+    )
+
+
+def decide(
+    scored: list[Candidate],
+    *,
+    prompt_known: bool,
+    k: dict[str, Any],
+    predecessor: uuid.UUID | None = None,
+    start_sources: list[str] | None = None,
+    shared_prompt: int = 0,
+) -> Decision:
+    """The sources of a preamble, pure: what ``choose`` ranks, then two rules.
+
+    - A session that continues another (``predecessor``: a resume, a fork, a /clear)
+      draws from it first, whatever its score.
+    - At the first prompt of a session that was answered at its start
+      (``start_sources``, best first), the prompt's best candidate replaces the start's
+      choice only on strong evidence (``strong_evidence``); otherwise the start's choice
+      stands and nothing new is served. A prompt that opens other sessions too
+      (``shared_prompt`` of them, "load claude.md") weighs almost nothing: its relevance
+      was divided by that number plus one before it got here.
+    """
+    base = _latest_of_conversations(choose(scored, prompt_known=prompt_known, k=k), k)
+    by_pk = {str(c.session.pk): c for c in base.ranked}
+    pred = by_pk.get(str(predecessor)) if predecessor else None
+    if pred is not None:
+        rest = [c for c in base.chosen if c is not pred][: k["MAX_SOURCES"] - 1]
+        reason = f"this session continues {_name(pred)}"
+        told = bool(start_sources) and (start_sources or [""])[0] == str(pred.session.pk)
+        return Decision(base.ranked, [pred, *rest], base.by_relevance, not told, reason)
+    if start_sources is None:
+        return base
+    kept = next((by_pk[pk] for pk in start_sources if pk in by_pk), None)
+    best = base.chosen[0] if base.chosen else None
+    if kept is None:
+        return base
+    start_chosen = [by_pk[pk] for pk in start_sources if pk in by_pk]
+    if best is None:
+        reason = f"kept the start's choice ({_name(kept)}): the first prompt picks nothing"
+        return Decision(base.ranked, start_chosen, False, False, reason)
+    if best is kept:
+        reason = f"the first prompt agrees with the start's choice ({_name(kept)})"
+        return Decision(base.ranked, base.chosen, base.by_relevance, False, reason)
+    why = strong_evidence(best, kept, k) if not shared_prompt else ""
+    if why:
+        return Decision(base.ranked, base.chosen, base.by_relevance, True, why)
+    reason = f"kept the start's choice ({_name(kept)}): " + _weak(best, kept, k, shared_prompt)
+    return Decision(base.ranked, start_chosen, False, False, reason)
+
+
+def _latest_of_conversations(decision: Decision, k: dict[str, Any]) -> Decision:
+    """Each chosen session replaced by the newest candidate that continues it (resumed or
+    forked from it, then from that one...): the continuation holds the same conversation
+    and what came after, so it is the one to quote."""
+    successors: dict[uuid.UUID, Candidate] = {}
+    for candidate in decision.ranked:  # a session continued twice: the newest continuation
+        previous = candidate.session.continues
+        if previous is None:
+            continue
+        other = successors.get(previous)
+        if other is None or (candidate.session.ended_at or _EPOCH) > (
+            other.session.ended_at or _EPOCH
+        ):
+            successors[previous] = candidate
+    if not successors:
+        return decision
+    chosen: list[Candidate] = []
+    moved: list[str] = []
+    for candidate in decision.chosen:
+        latest, seen = candidate, {candidate.session.pk}
+        while (
+            latest.session.pk in successors and successors[latest.session.pk].session.pk not in seen
+        ):
+            latest = successors[latest.session.pk]
+            seen.add(latest.session.pk)
+        if latest is not candidate:
+            moved.append(f"{_name(candidate)} continued in {_name(latest)}")
+        if latest not in chosen:
+            chosen.append(latest)
+    if not moved:
+        return decision
+    reason = f"{decision.reason}; " + ", ".join(moved)
+    return Decision(
+        decision.ranked, chosen[: k["MAX_SOURCES"]], decision.by_relevance, True, reason
+    )
+
+
+def _sources_of(record: ContinuityRecord | None) -> list[str] | None:
+    """A record's sources, best first (None without a record)."""
     if record is None:
         return None
-    used = [c for c in record.candidates if c.get("used")]
-    return max(used, key=lambda c: c.get("score", 0))["session_id"] if used else None
+    used = sorted((c for c in record.candidates if c.get("used")), key=_source_order)
+    return [c["session_id"] for c in used]
 
 
 @transaction.atomic
@@ -214,7 +352,7 @@ def continuity_build(
 
     Two moments: the start (no prompt yet: recency and pending work decide) and the first
     prompt (relevance can decide). Each is answered once; the first prompt's answer is
-    empty when it would repeat the start's source.
+    empty when it keeps the start's choice (``decide``). The record says why.
     """
     row_lock(Session, session.pk)
     prompt = redact_text(prompt) if prompt and prompt.strip() else ""
@@ -227,16 +365,21 @@ def continuity_build(
     wanted = current_keywords(session, keywords, prompt)
     scoring = _score_priors(session, wanted, prompt, now, k)
     scored, texts, later = scoring.scored, scoring.texts, scoring.later
-    terms = scoring.terms
-    decision = choose(scored, prompt_known=bool(terms), k=k)
-    chosen = decision.chosen
-    repeat = (
-        stage == ContinuityRecord.Stage.PROMPT
-        and chosen
-        and _best_source_of(automatic_record(session.pk, ContinuityRecord.Stage.START))
-        == str(chosen[0].session.pk)
+    start = (
+        automatic_record(session.pk, ContinuityRecord.Stage.START)
+        if stage == ContinuityRecord.Stage.PROMPT
+        else None
     )
-    if repeat:  # the start's preamble already told this session about that one
+    decision = decide(
+        scored,
+        prompt_known=bool(scoring.terms),
+        k=k,
+        predecessor=session.previous_session_id,
+        start_sources=_sources_of(start),
+        shared_prompt=scoring.shared_prompt,
+    )
+    chosen = decision.chosen
+    if not decision.serve:  # the start's preamble already told this session
         pins: list[Pin] = []
         preamble = ""
     else:
@@ -253,6 +396,7 @@ def continuity_build(
         preamble=preamble,
         requested_by=requested_by,
         user=user,
+        reason=decision.reason if chosen else "no earlier session scored above the threshold",
     )
 
 
@@ -262,6 +406,7 @@ class _Scoring:
     texts: dict[uuid.UUID, relevance_lib.SessionText]
     later: dict[uuid.UUID, Later]
     terms: list[str]
+    shared_prompt: int = 0  # earlier sessions that open with this very prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -321,6 +466,11 @@ def _score_priors(
         window.summaries,
     )
     weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
+    # A prompt that opens other sessions too ("load claude.md") says little about which
+    # work this one continues: its relevance is shared out among them.
+    shared = relevance_lib.sessions_opened_by(prompt, texts) if prompt else 0
+    if shared:
+        weights = {pk: w / (shared + 1) for pk, w in weights.items()}
     finished = window.finished
     scored = [
         score_session(
@@ -335,7 +485,7 @@ def _score_priors(
         )
         for prior, features in rows
     ]
-    return _Scoring(scored, texts, window.later, terms)
+    return _Scoring(scored, texts, window.later, terms, shared)
 
 
 @transaction.atomic
@@ -374,16 +524,13 @@ def continuity_continue(
         preamble=preamble,
         requested_by=requested_by or (f"user:{user}" if user else ""),
         user=user,
+        reason=f"continued by hand from {source.external_id or source.pk}",
     )
 
 
 def record_as_dict(record: ContinuityRecord) -> dict[str, Any]:
     """The API's answer for a continuity record: its sources best first, with their parts."""
-    used = sorted(
-        (c for c in record.candidates if c.get("used")),
-        key=lambda c: c.get("score", 0),
-        reverse=True,
-    )
+    used = sorted((c for c in record.candidates if c.get("used")), key=_source_order)
     return {
         "record_id": record.pk,
         "session_id": str(record.session_id),
@@ -394,5 +541,6 @@ def record_as_dict(record: ContinuityRecord) -> dict[str, Any]:
         "candidates_scored": len(record.candidates),
         "inherited_pins": record.inherited_pins,
         "keywords": record.keywords,
+        "reason": record.reason,
         "created_at": record.created_at.isoformat(),
     }

@@ -56,6 +56,8 @@ OBSERVATION_FIELDS = [
 SUMMARY_FIELDS = [
     *Summary.SECTIONS,
     "final_message",
+    "outcome",
+    "outcome_detail",
     "method",
     "fallback_reason",
     "llm_tokens",
@@ -63,7 +65,15 @@ SUMMARY_FIELDS = [
     "redaction_version",
 ]
 FEATURE_FIELDS = ["hot_topics", "active_projects", "pending_tasks", "done_tasks"]
-RECORD_FIELDS = ["trigger", "candidates", "inherited_pins", "keywords", "preamble", "requested_by"]
+RECORD_FIELDS = [
+    "trigger",
+    "candidates",
+    "inherited_pins",
+    "keywords",
+    "preamble",
+    "reason",
+    "requested_by",
+]
 
 
 def _plain(value: Any) -> Any:

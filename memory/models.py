@@ -130,6 +130,11 @@ class Summary(models.Model):
     completed = models.TextField(blank=True)
     next_steps = models.TextField(blank=True)
     final_message = models.TextField(blank=True)
+    # How the session's last turn ended (memory.outcome): finished, stopped while doing
+    # something (the detail says what), failed (the detail names the error); empty when
+    # it had no turn.
+    outcome = models.CharField(max_length=16, blank=True)
+    outcome_detail = models.CharField(max_length=300, blank=True)
     method = models.CharField(max_length=200, default=EXTRACTIVE)
     fallback_reason = models.CharField(max_length=300, blank=True)
     llm_tokens = models.PositiveIntegerField(default=0)
@@ -233,6 +238,9 @@ class ContinuityRecord(models.Model):
     inherited_pins = models.JSONField(default=list, blank=True)
     keywords = models.JSONField(default=list, blank=True)
     preamble = models.TextField(blank=True)
+    # Why the preamble draws from its sources (a session continued, the first prompt's
+    # evidence, the start's choice kept), in a sentence.
+    reason = models.TextField(blank=True)
     requested_by = models.CharField(max_length=200, blank=True)
     requested_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

@@ -45,6 +45,7 @@ from .models import (
     StreamTail,
     Summary,
 )
+from .outcome import last_outcome
 from .selectors import latest_tail
 from .statements import rows_insert
 from .summaries import (
@@ -201,10 +202,13 @@ def _tails_record(session: Session, events: list[NewEvent]) -> None:
 OPENING_PROMPTS = 3
 
 
-def _texts(session: Session) -> dict[str, list[str]]:
+def _texts(session: Session) -> dict[str, Any]:
     """The session's words by kind, from its stored events: the latest
     ``FEATURE_EVENT_LIMIT`` of them (where the final message and the open tasks are), plus
-    its opening prompts."""
+    its opening prompts. ``tools`` holds the words of each tool call's input (its values,
+    never its keys); ``task_list`` the changes to the session's own task list, in order;
+    ``steps`` what ``outcome.last_outcome`` reads. A subagent's end is its own: its words
+    are not the session's final message or reasoning."""
     events = LifecycleEvent.objects.filter(
         session=session,
         kind__in=[EventKind.PROMPT, EventKind.TOOL_USE, EventKind.TURN_END, EventKind.SESSION_END],
@@ -226,15 +230,28 @@ def _texts(session: Session) -> dict[str, list[str]]:
         rows = [
             row for row in opening.values_list(*columns)[:OPENING_PROMPTS] if row[0] not in window
         ] + rows
-    texts: dict[str, list[str]] = {"prompts": [], "tools": [], "finals": [], "reasoning": []}
+    texts: dict[str, Any] = {
+        "prompts": [],
+        "tools": [],
+        "finals": [],
+        "reasoning": [],
+        "task_list": [],
+        "steps": [],
+    }
     for _, kind, facts_text, payload, source in rows:
         facts = _decoded(facts_text) or {}
         if kind == EventKind.PROMPT:
             texts["prompts"].append(str(facts.get("text") or ""))
+            texts["steps"].append(("prompt", facts))
         elif kind == EventKind.TOOL_USE:
             tool_input, _ = tool_io(source, _decoded(payload))
-            texts["tools"].append(digest(tool_input))
+            texts["tools"].append(feature_lib.tool_words(tool_input))
+            if isinstance(facts.get("task_list"), dict) and not facts.get("failed"):
+                texts["task_list"].append(facts["task_list"])
         else:
+            if facts.get("subagent"):
+                continue
+            texts["steps"].append(("turn" if kind == EventKind.TURN_END else "end", facts))
             if facts.get("final_message"):
                 texts["finals"].append(str(facts["final_message"]))
             if facts.get("reasoning"):
@@ -253,7 +270,7 @@ def _without_paths(text: str, session: Session) -> str:
     return _HOME.sub(" ", text)
 
 
-def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionFeatures:
+def _features_refresh(session: Session, texts: dict[str, Any]) -> SessionFeatures:
     # The agent's active pins; and, once the session is over, the pins it held when it
     # ended: the end releases them, and a task held in a pin is still open (reference
     # 004 §5.8 scans pins for pending tasks at session end). A pin unpinned by hand before
@@ -270,16 +287,19 @@ def _features_refresh(session: Session, texts: dict[str, list[str]]) -> SessionF
     )
     pin_texts = [f"{label}. {content}" for label, content in pins]
     topics = feature_lib.hot_topics(
-        _without_paths(t, session) for t in texts["prompts"] + pin_texts + texts["tools"]
+        _without_paths(t, session)
+        for t in [feature_lib.prose(p) for p in texts["prompts"]] + pin_texts + texts["tools"]
     )
+    # The session's own task list first; then explicit markers in what the user wrote and
+    # what the agent said at the end of its turns, never in its thinking or its tools.
     pending, done = feature_lib.task_states(
         [("pin", t) for t in pin_texts]
         + [("prompt", t) for t in texts["prompts"]]
-        + [("reasoning", t) for t in texts["reasoning"]]
-        + [("final_message", t) for t in texts["finals"]]
+        + [("final_message", t) for t in texts["finals"]],
+        feature_lib.task_list_state(texts["task_list"]),
     )
-    projects = [p for p in [session.project, session.cwd] if p]
-    projects = list(dict.fromkeys(projects))
+    # One name per project: the remote when there is one, else the working directory.
+    projects = [session.project or session.cwd] if session.project or session.cwd else []
     values = {
         "team_id": session.team_id,
         "hot_topics": topics,
@@ -316,22 +336,30 @@ def _llm_spend(team_id: int, day: date, tokens: int) -> None:
     )
 
 
-def summary_build(session: Session, texts: dict[str, list[str]] | None = None) -> Summary:
-    """(Re)build the session's summary; the LLM when configured and within budget."""
-    texts = texts if texts is not None else _texts(session)
+def summary_build(session: Session, texts: dict[str, Any] | None = None) -> Summary:
+    """(Re)build the session's summary; the LLM when configured and within budget. Asked
+    on its own (no ``texts``: a resummarize), its features are rebuilt first, from the
+    same rules: the summary reads their pending tasks."""
+    if texts is None:
+        texts = _texts(session)
+        _features_refresh(session, texts)
     observations = list(
         Observation.objects.filter(session=session).values_list("tool_name", "input_digest")
     )
     features = SessionFeatures.objects.filter(session=session).first()
     pending = [t["text"] for t in (features.pending_tasks if features else [])]
     final = texts["finals"][-1] if texts["finals"] else ""
+    listed = feature_lib.task_list_state(texts.get("task_list", []))
     data = SummaryInput(
         prompts=texts["prompts"],
         observations=observations,
         reasoning=texts["reasoning"],
         final_message=final,
         pending=pending,
+        finals=texts["finals"],
+        done_tasks=[item.text for item in listed if not item.open],
     )
+    ended = last_outcome(texts.get("steps", []))
     draft = None
     fallback = ""
     config = llm_config()
@@ -360,6 +388,8 @@ def summary_build(session: Session, texts: dict[str, list[str]] | None = None) -
             "team_id": session.team_id,
             **sections,
             "final_message": redact_text(final),
+            "outcome": ended.state,
+            "outcome_detail": redact_text(ended.detail)[:300],
             "method": draft.method,
             "fallback_reason": draft.fallback_reason[:300],
             "llm_tokens": draft.llm_tokens,
@@ -509,7 +539,7 @@ def reredact_everything(
         (Pin, ["label", "content"]),
         (StreamTail, ["text", "final_message"]),
         (Observation, ["input_digest", "output_digest"]),
-        (Summary, [*Summary.SECTIONS, "final_message"]),
+        (Summary, [*Summary.SECTIONS, "final_message", "outcome_detail"]),
         (SessionFeatures, ["hot_topics", "active_projects", "pending_tasks"]),
         (ContinuityRecord, ["preamble", "keywords", "inherited_pins"]),
         (Session, ["cwd", "project", "session_key", "channel"]),

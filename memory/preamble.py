@@ -12,6 +12,7 @@ from typing import Any
 from . import features as feature_lib
 from . import relevance as relevance_lib
 from .models import Pin
+from .outcome import FAILED, FINISHED, STOPPED
 from .scoring import _EPOCH, Candidate, Features, Prior, _summary_of, knobs
 
 # --- the preamble ------------------------------------------------------------------------
@@ -34,6 +35,7 @@ class Evidence:
         self.count = 0
         self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
         self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
+        self.of_work: set[int] = set()  # the sentences that name a kind of work
 
     def add(self, facts: Iterable[feature_lib.Completion]) -> None:
         for ids, stems in facts:
@@ -41,6 +43,8 @@ class Evidence:
                 self.by_id.setdefault(task_id, self.count)
             for stem in stems:
                 self.by_stem.setdefault(stem, []).append(self.count)
+            if feature_lib.names_kind_of_work(stems):
+                self.of_work.add(self.count)
             self.count += 1
 
     def covers(self, text: str, upto: int) -> bool:
@@ -48,15 +52,22 @@ class Evidence:
         ids = feature_lib.task_ids(text)
         if any(self.by_id.get(i, upto) < upto for i in ids):
             return True
-        terms = feature_lib.content_stems(feature_lib.without_task_ids(text))
+        terms, about = feature_lib.step_terms(text)
+        return self._held(terms, upto) or self._held(about, upto, self.of_work)
+
+    def _held(self, terms: frozenset[str], upto: int, among: set[int] | None = None) -> bool:
+        """Whether one of the first ``upto`` sentences (of ``among``, when given) holds two
+        thirds of ``terms``."""
         if not terms:
             return False
-        needed = max(1, -(-2 * len(terms) // 3))
+        needed = feature_lib.two_thirds(terms)
         hits: dict[int, int] = {}
         for term in terms:
             for index in self.by_stem.get(term, ()):
                 if index >= upto:
                     break
+                if among is not None and index not in among:
+                    continue
                 hits[index] = hits.get(index, 0) + 1
                 if hits[index] >= needed:
                     return True
@@ -92,9 +103,13 @@ def later_evidence(
         evidence[prior.pk] = Later(done, shared, shared.count)
         if features is not None and features.done_tasks:
             done = done | frozenset(features.done_tasks)
-        completed = summaries.get(prior.pk, {}).get("completed")
+        summary = summaries.get(prior.pk, {})
+        completed = summary.get("completed")
         if completed:
             shared.add(feature_lib.completion_facts_of(completed))
+        if summary.get("outcome") == FINISHED and summary.get("request"):
+            # A session that finished did what it was asked.
+            shared.add(feature_lib.completion_facts([summary["request"]]))
     return evidence
 
 
@@ -144,6 +159,29 @@ def pending_for_preamble(
 _MARKER_TOPIC = re.compile(r"^(?:redacted|[a-z0-9_]*_(?:key|token|assignment|secret|password))$")
 
 
+def clip_words(text: str, limit: int) -> str:
+    """``text`` on one line, at most ``limit`` characters, never cut inside a word."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut:
+        cut = cut.rsplit(" ", 1)[0]
+    return cut.rstrip(" ,;:-") + "…"
+
+
+def clip_to_end(text: str, limit: int) -> str:
+    """``text`` within ``limit`` characters keeping its end (where a long report says what
+    was done), cut on a word."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[-(limit - 1) :]
+    if " " in cut:
+        cut = cut.split(" ", 1)[1]
+    return "…" + cut
+
+
 class _Budget:
     """Lines of the preamble within a size budget (about four characters a token)."""
 
@@ -156,7 +194,7 @@ class _Budget:
         if cost > self.left:
             if self.left < minimum + 2:
                 return False
-            line = line[: self.left - 3].rsplit(" ", 1)[0] + " …"
+            line = clip_words(line, self.left - 1)
             cost = len(line) + 1
         self.lines.append(line)
         self.left -= cost
@@ -167,7 +205,42 @@ def _sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE.split(text or "") if s.strip()]
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。\uff01\uff1f])|\n+")
+# A marker a task's text opens with: the preamble's heading already says it is a task.
+_LEAD_MARKER = re.compile(
+    r"^\W*(?:TODO|FIXME|\[TASK\]|next(?: steps?)?|remaining|still to do|left to do)\s*:\s*",
+    re.IGNORECASE,
+)
+
+
+def task_line_text(task: dict[str, Any]) -> str:
+    """How a pending task reads in the preamble: its words without a leading marker."""
+    text = str(task.get("text") or "")
+    task_id = str(task.get("id") or "")
+    return text if task_id.startswith("task-") else _LEAD_MARKER.sub("", text).strip()
+
+
+def _same_work(a: str, b: str) -> bool:
+    a_stems = feature_lib.content_stems(feature_lib.without_task_ids(a))
+    b_stems = feature_lib.content_stems(feature_lib.without_task_ids(b))
+    if not a_stems or not b_stems:
+        return " ".join(a.lower().split()) == " ".join(b.lower().split())
+    common = len(a_stems & b_stems)
+    return common >= -(-2 * min(len(a_stems), len(b_stems)) // 3)
+
+
+def _shared_requests(texts: dict[uuid.UUID, relevance_lib.SessionText] | None) -> set[str]:
+    """Opening prompts several of the agent's sessions share ("load claude.md"): they say
+    nothing about which work a session did."""
+    counts: dict[str, int] = {}
+    for text in (texts or {}).values():
+        for part in {p.strip().lower() for p in text.request.split(" / ") if p.strip()}:
+            counts[part] = counts.get(part, 0) + 1
+    return {part for part, count in counts.items() if count >= SHARED_PROMPT_SESSIONS}
+
+
+# An opening prompt found in this many of the agent's recent sessions is boilerplate.
+SHARED_PROMPT_SESSIONS = 2
 
 
 def render_preamble(
@@ -180,30 +253,71 @@ def render_preamble(
     """The text handed to the new session; empty on a cold start.
 
     Everything quoted passes the same test: nothing a newer session reported finished is
-    handed back as still to do (the best session's next steps, every pending task).
+    handed back as still to do (the best session's next steps, every pending task). Each
+    fact is one line and said once; a session that stopped or failed says so, and its
+    last words are never filed as completed.
     """
     if not chosen:
         return ""
     k = knobs()
     out = _Budget(k["PREAMBLE_MAX_CHARS"])
-    out.add(f"[SESSION CONTINUITY — inherited from {len(chosen)} prior session(s)]")
-    _best_session(out, chosen[0], scored, texts, later)
-    tasks = pending_for_preamble(chosen, scored, later)
-    if tasks:
-        out.lines.append("")
-        out.add("PENDING TASKS:")
-        for task, candidate in tasks[: k["PREAMBLE_MAX_TASKS"]]:
-            task_id = task.get("id", "")
-            label = task_id if task_id.startswith("task-") else "todo"
-            line = f"- [{label}] {task.get('text', '')[:120]} ({_ago(candidate.hours)})"
-            if not out.add(line):
-                break
-    projects = _union(c.features.active_projects if c.features else [] for c in chosen)
+    header = len(out.lines)
+    out.add("[SESSION CONTINUITY — inherited from {n} prior session(s)]")
+    quoted: list[uuid.UUID] = []
+    # The tasks first: a step the pending tasks list is not said again as "next".
+    tasks: list[tuple[dict[str, Any], Candidate, str]] = []
+    for task, candidate in pending_for_preamble(chosen, scored, later):
+        text = task_line_text(task)
+        if text and not any(_same_work(text, other) for _, _, other in tasks):
+            tasks.append((task, candidate, text))
+    tasks = tasks[: k["PREAMBLE_MAX_TASKS"]]
+    if _best_session(out, chosen[0], scored, texts, later, [t for _, _, t in tasks]):
+        quoted.append(chosen[0].session.pk)
+    shown: list[str] = []
+    for task, candidate, text in tasks:
+        if not shown:
+            out.lines.append("")
+            out.add("PENDING TASKS:")
+        task_id = str(task.get("id") or "")
+        label = f"[{task_id}] " if task_id.startswith("task-") else ""
+        line = f"- {label}{clip_words(text, 120)} ({_ago(candidate.hours)})"
+        if not out.add(line):
+            break
+        shown.append(text)
+        if candidate.session.pk not in quoted:
+            quoted.append(candidate.session.pk)
+    others = [c for c in chosen[1:] if c.session.pk not in quoted]
+    heading = False
+    for candidate in others:
+        line = _other_session_line(candidate, texts)
+        if not line:
+            continue
+        if not heading:
+            out.lines.append("")
+            out.add("ALSO RELEVANT:")
+            heading = True
+        if not out.add(line):
+            break
+        quoted.append(candidate.session.pk)
+    if not quoted:
+        return ""
+    projects = _projects(
+        c.features.active_projects if c.features else [] for c in chosen if c.session.pk in quoted
+    )
     if projects:
         out.lines.append("")
         out.add("ACTIVE PROJECTS: " + ", ".join(projects[:3]))
-    topics = _union(c.features.hot_topics if c.features else [] for c in chosen)
-    topics = [topic for topic in topics if not _MARKER_TOPIC.match(topic)]
+    topics = _union(
+        c.features.hot_topics if c.features else [] for c in chosen if c.session.pk in quoted
+    )
+    boilerplate = {w for part in _shared_requests(texts) for w in feature_lib.keyword_set(part)}
+    topics = [
+        t
+        for t in topics
+        if not _MARKER_TOPIC.match(t)
+        and not feature_lib.identifier_like(t.lower())
+        and t.lower() not in boilerplate
+    ]
     if topics:
         out.lines.append("")
         out.add("HOT TOPICS: " + ", ".join(topics[: k["PREAMBLE_MAX_TOPICS"]]))
@@ -213,6 +327,7 @@ def render_preamble(
         out.add(f"WORKING MEMORY RESTORED: {len(pins)} pins inherited ({labels})")
     while out.lines and out.lines[-1] == "":
         out.lines.pop()
+    out.lines[header] = out.lines[header].replace("{n}", str(len(quoted)))
     return "\n".join(out.lines)
 
 
@@ -221,22 +336,64 @@ def _union(lists: Iterable[list[str]]) -> list[str]:
     return list(dict.fromkeys(item for items in lists for item in items))
 
 
+def _projects(lists: Iterable[list[str]]) -> list[str]:
+    """Each project once: a working directory is left out when a remote names the project
+    (features stored before one name per project was kept listed both)."""
+    found = _union(lists)
+    remotes = [p for p in found if not p.startswith(("/", "~")) and "/" in p]
+    return remotes if remotes else found
+
+
+_OUTCOME_LINES = {STOPPED: "stopped while", FAILED: "failed"}
+_OUTCOME_WORDS = {STOPPED: "stopped before it finished", FAILED: "failed"}
+
+
+def _other_session_line(
+    candidate: Candidate, texts: dict[uuid.UUID, relevance_lib.SessionText] | None
+) -> str:
+    """One line for a further source: what it was asked, when, and how it ended when it
+    did not finish."""
+    text = (texts or {}).get(candidate.session.pk)
+    summary = (
+        {"request": text.request, "outcome": text.outcome}
+        if text is not None
+        else _summary_of(candidate.session.pk)
+    )
+    if not summary or not summary["request"]:
+        return ""
+    shared = _shared_requests(texts)
+    asked = [p for p in summary["request"].split(" / ") if p.strip().lower() not in shared]
+    if not asked:
+        return ""
+    how = _OUTCOME_WORDS.get(summary.get("outcome") or "")
+    when = f"{_ago(candidate.hours)}, {how}" if how else _ago(candidate.hours)
+    return f"- {clip_words(' / '.join(asked), 140)} ({when})"
+
+
 def _best_session(
     out: _Budget,
     best: Candidate,
     scored: list[Candidate],
     texts: dict[uuid.UUID, relevance_lib.SessionText] | None,
     later: dict[uuid.UUID, Later] | None,
-) -> None:
-    """What the best prior session was asked, completed and left to do next."""
+    listed: list[str],
+) -> bool:
+    """What the best prior session was asked, completed, how it ended and what it left to
+    do next; False when there is nothing to say of it."""
     text = (texts or {}).get(best.session.pk)
     summary = (
-        {"request": text.request, "completed": text.completed, "next_steps": text.next_steps}
+        {
+            "request": text.request,
+            "completed": text.completed,
+            "next_steps": text.next_steps,
+            "outcome": text.outcome,
+            "outcome_detail": text.outcome_detail,
+        }
         if text is not None
         else _summary_of(best.session.pk)
     )
     if not summary or not (summary["completed"] or summary["request"]):
-        return
+        return False
     evidence = (later or {}).get(best.session.pk) or Later()
     newest = max(scored, key=lambda c: c.session.ended_at or _EPOCH, default=best)
     if newest.session.pk == best.session.pk:
@@ -245,10 +402,28 @@ def _best_session(
         title = f"EARLIER SESSION ({_ago(best.hours)}, chosen over newer ones):"
     out.lines.append("")
     out.add(title)
-    if summary["request"]:
-        out.add(f"- asked: {summary['request'][:220]}")
-    if summary["completed"]:
-        out.add(f"- completed: {summary['completed'][:260]}")
-    steps = [s for s in _sentences(summary["next_steps"]) if not evidence.finished(s)]
+    shared = _shared_requests(texts)
+    asked = [p for p in summary["request"].split(" / ") if p.strip().lower() not in shared]
+    if asked:
+        out.add(f"- asked: {clip_words(' / '.join(asked), 200)}")
+    outcome = summary.get("outcome") or ""
+    detail = summary.get("outcome_detail") or ""
+    completed = summary["completed"]
+    if outcome in _OUTCOME_LINES and detail:
+        # The last words announced work that never ran: never quoted as completed.
+        completed = " ".join(s for s in _sentences(completed) if s.strip() != detail.strip())
+    if completed:
+        out.add(f"- completed: {clip_to_end(completed, 240)}")
+    if outcome in _OUTCOME_LINES:
+        out.add(f"- {_OUTCOME_LINES[outcome]}: {clip_words(detail or 'an error', 200)}")
+    steps: list[str] = []
+    for step in _sentences(summary["next_steps"]):
+        clean = _LEAD_MARKER.sub("", step).strip()
+        if not clean or evidence.finished(step) or any(_same_work(clean, s) for s in steps):
+            continue
+        if any(_same_work(clean, task) for task in listed):
+            continue  # said once, under PENDING TASKS
+        steps.append(clean)
     if steps:
-        out.add(f"- next: {' '.join(steps)[:200]}")
+        out.add(f"- next: {clip_words('; '.join(steps), 200)}")
+    return True

@@ -52,6 +52,8 @@ class SessionText:
     completed: str = ""
     next_steps: str = ""
     learned: str = ""
+    outcome: str = ""
+    outcome_detail: str = ""
     matched: set[str] = field(default_factory=set)
 
 
@@ -74,7 +76,9 @@ def session_texts(
     documents = (
         {pk: _document(summaries.get(pk, {}), topics.get(pk, [])) for pk in pks} if terms else {}
     )
-    lexemes = _lexemes([*terms, *documents.values()]) if postgres else {}
+    cjk = [term for term in terms if not term.isascii()]
+    latin = [term for term in terms if term.isascii()]
+    lexemes = _lexemes([*latin, *documents.values()]) if postgres else {}
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:
@@ -84,16 +88,22 @@ def session_texts(
             completed=row.get("completed") or "",
             next_steps=row.get("next_steps") or "",
             learned=row.get("learned") or "",
+            outcome=row.get("outcome") or "",
+            outcome_detail=row.get("outcome_detail") or "",
         )
         if postgres:
             # plainto_tsquery(term) is the AND of the term's lexemes: the document
             # matches when it has them all (a term of stop words alone matches nothing).
             have = lexemes[documents[pk]]
-            text.matched = {term for term in terms if lexemes[term] and lexemes[term] <= have}
+            text.matched = {term for term in latin if lexemes[term] and lexemes[term] <= have}
         elif terms:
             words = feature_lib.content_stems(documents[pk])
             words |= {w.lower() for w in topics.get(pk, [])}
-            text.matched = {term for term in terms if stems[term] in words or term in words}
+            text.matched = {term for term in latin if stems[term] in words or term in words}
+        if cjk:
+            # The English text search keeps a run of CJK characters as one word: a pair
+            # of them is looked for in the text itself, on every database.
+            text.matched |= {term for term in cjk if term in documents[pk]}
         texts[pk] = text
     return texts
 
@@ -124,6 +134,23 @@ def _lexemes(texts: Sequence[str]) -> dict[str, frozenset[str]]:
         for text, (lexemes,) in zip(missing, rows, strict=True):
             found[text] = cache[text] = frozenset(lexemes)
     return cast(dict[str, frozenset[str]], found)
+
+
+def _normal(text: str) -> str:
+    return " ".join(feature_lib.prose(text).split()).lower()
+
+
+def sessions_opened_by(prompt: str, texts: dict[uuid.UUID, SessionText]) -> int:
+    """How many candidates have this prompt among their opening prompts (the summary's
+    request is the opening prompts joined by " / ")."""
+    wanted = _normal(prompt)[:300]
+    if not wanted:
+        return 0
+    return sum(
+        1
+        for text in texts.values()
+        if any(part.strip().lower().rstrip(" …") == wanted for part in text.request.split(" / "))
+    )
 
 
 def relevance_scores(

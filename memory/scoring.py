@@ -40,10 +40,16 @@ class Prior(NamedTuple):
     external_id: str
     ended_at: datetime | None
     last_event_at: datetime | None = None
+    # The session this one continues under a name it gave (a resume, a fork), if any:
+    # not a /clear or a replacement, which start another conversation.
+    continues: uuid.UUID | None = None
 
     @classmethod
     def of(cls, session: Session) -> Prior:
-        return cls(session.pk, session.external_id, session.ended_at, session.last_event_at)
+        continues = session.previous_session_id if session.previous_external_id else None
+        return cls(
+            session.pk, session.external_id, session.ended_at, session.last_event_at, continues
+        )
 
 
 _UNREAD = object()
@@ -185,9 +191,16 @@ class Candidate:
             "score": round(self.score, 4),
         }
 
-    def as_record_entry(self, used: bool, k: dict[str, Any] | None = None) -> dict[str, Any]:
-        """``as_dict()`` with ``used``: what the record keeps of a candidate it explains."""
-        return {**self.as_dict(k), "used": used}
+    def as_record_entry(
+        self, used: bool, k: dict[str, Any] | None = None, rank: int | None = None
+    ) -> dict[str, Any]:
+        """``as_dict()`` with ``used``: what the record keeps of a candidate it explains;
+        a source also has its ``source_rank`` (0: the session the preamble quotes first,
+        which need not have the best score: a session continued, the start's choice kept)."""
+        entry = {**self.as_dict(k), "used": used}
+        if used and rank is not None:
+            entry["source_rank"] = rank
+        return entry
 
     def as_record_brief(self) -> dict[str, Any]:
         """What the record keeps of a candidate ranked below the ones it explains: which
@@ -288,8 +301,10 @@ def _text(field: str) -> Cast:
     return Cast(field, output_field=TextField())
 
 
-# The summary sections continuity reads of every candidate, in this order.
+# The summary sections continuity reads of every candidate, in this order (relevance
+# reads these), then how its last turn ended (the preamble says it).
 SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
+SUMMARY_COLUMNS = (*SUMMARY_SECTIONS, "outcome", "outcome_detail")
 
 
 def _candidates_queryset(
@@ -312,6 +327,8 @@ def _candidates_queryset(
             "pk",
             "external_id",
             ended,
+            "previous_session_id",
+            "previous_external_id",
             "features__id",  # NULL: no features row
             _text("features__hot_topics"),
             pending_count,
@@ -319,7 +336,7 @@ def _candidates_queryset(
             _text("features__pending_tasks"),
             _text("features__done_tasks"),
             "summary__id",  # NULL: no summary
-            *(f"summary__{section}" for section in SUMMARY_SECTIONS),
+            *(f"summary__{column}" for column in SUMMARY_COLUMNS),
         )[:limit]
     )
 
@@ -376,10 +393,10 @@ def candidates_from_rows(
     loads = _decoded
     candidates = []
     summaries: dict[uuid.UUID, dict[str, str]] = {}
-    for pk, external_id, ended_at, features_id, topics, count, *columns in rows:
+    for pk, external_id, ended_at, previous, named, features_id, topics, count, *columns in rows:
         texts, (summary_id, *sections) = tuple(columns[:3]), columns[3:]
         if summary_id is not None:
-            summaries[pk] = dict(zip(SUMMARY_SECTIONS, sections, strict=True))
+            summaries[pk] = dict(zip(SUMMARY_COLUMNS, sections, strict=True))
         if type(ended_at) is int:
             ended_at = _EPOCH + timedelta(microseconds=ended_at)
         features = None
@@ -388,7 +405,8 @@ def candidates_from_rows(
                 count = len(loads(texts[1]))
             hot_topics, topic_set = _topics(topics)
             features = Features(hot_topics, count, texts=texts, topic_set=topic_set)
-        candidates.append((Prior(pk, external_id, ended_at), features))
+        continues = previous if named else None
+        candidates.append((Prior(pk, external_id, ended_at, None, continues), features))
     return candidates, summaries
 
 
@@ -400,7 +418,7 @@ def _features(session: Session) -> SessionFeatures | None:
 
 
 # What the preamble quotes of the best session's summary.
-_SUMMARY_COLUMNS = ("request", "completed", "next_steps")
+_SUMMARY_COLUMNS = ("request", "completed", "next_steps", "outcome", "outcome_detail")
 
 
 def _summary_of(session_pk: uuid.UUID) -> dict[str, str] | None:

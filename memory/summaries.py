@@ -14,14 +14,15 @@ from typing import Any
 
 from django.conf import settings
 
-from .features import completion_sentences, superseded
+from .features import completion_sentences, prose, superseded
+from .outcome import is_intention
 
 logger = logging.getLogger(__name__)
 
 SECTIONS = ("request", "investigated", "learned", "completed", "next_steps")
 SECTION_LIMIT = 1200
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])|\n+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9`\"'(])|(?<=[。\uff01\uff1f])|\n+")
 _NEXT = re.compile(r"^(?:next(?: step)?s?\b|todo\b|remaining\b|follow[- ]up\b|then\b)", re.I)
 _LEARNED = re.compile(
     r"\b(?:root cause|because|the (?:issue|problem|bug|fix) (?:is|was)|turns out|found that|"
@@ -39,6 +40,10 @@ class SummaryInput:
     reasoning: list[str] = field(default_factory=list)
     final_message: str = ""
     pending: list[str] = field(default_factory=list)
+    # The final messages of the session's turns, in order (the last is final_message).
+    finals: list[str] = field(default_factory=list)
+    # Items of the session's own task list that it closed.
+    done_tasks: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -70,9 +75,56 @@ def _clip(text: str, limit: int = SECTION_LIMIT) -> str:
     return cut + " …"
 
 
+REQUEST_PROMPTS = 3
+PROMPT_LIMIT = 300
+
+
+def keep_last_sentences(sentences: list[str], limit: int = SECTION_LIMIT) -> str:
+    """The sentences joined; when they are too long, the first and as many of the last
+    as fit: a long report opens with what it is about and ends with what was done."""
+    text = " ".join(sentences)
+    if len(text) <= limit or len(sentences) < 2:
+        return text
+    first = sentences[0] if len(sentences[0]) < limit // 4 else ""
+    kept: list[str] = []
+    room = limit - len(first) - 4
+    for sentence in reversed(sentences[1:]):
+        if len(sentence) + 1 > room:
+            break
+        kept.insert(0, sentence)
+        room -= len(sentence) + 1
+    return " … ".join(part for part in (first, " ".join(kept)) if part)
+
+
+def request_of(prompts: list[str]) -> str:
+    """What the user asked: the opening prompts in their own words, each without what was
+    pasted into it (code, logs) and clipped on a word, joined by " / "."""
+    parts = []
+    for prompt in prompts[:REQUEST_PROMPTS]:
+        words = " ".join(prose(prompt).split())
+        if not words:
+            continue
+        if len(words) > PROMPT_LIMIT:
+            words = words[:PROMPT_LIMIT].rsplit(" ", 1)[0] + " …"
+        parts.append(words)
+    return " / ".join(parts)
+
+
+def _complete_sentence(sentence: str) -> bool:
+    """A sentence that says something whole: not a lead-in to a list (ending with ":")."""
+    return not sentence.rstrip().endswith((":", "\uff1a", ",", "-", "—"))
+
+
 def summarize_extractive(data: SummaryInput) -> SummaryDraft:
-    """A summary from the session's own words: no model, deterministic."""
-    request = " / ".join(p.strip() for p in data.prompts[:3] if p.strip())
+    """A summary from the session's own words: no model, deterministic.
+
+    The request is what the user typed (not what they pasted); what was completed comes
+    from the final message (never a sentence that announces work, "Now let me…") and the
+    items the session's task list closed; what was learned, from the final messages'
+    complete sentences that state a finding; next steps, from the final message's hand-offs
+    ("Next: …") and the tasks left open. The model's thinking is no source: it holds plans
+    and half-sentences, not what happened."""
+    request = request_of(data.prompts)
 
     seen: set[str] = set()
     steps: list[str] = []
@@ -85,23 +137,33 @@ def summarize_extractive(data: SummaryInput) -> SummaryDraft:
     if len(steps) > 12:
         investigated += f"; and {len(steps) - 12} more"
 
-    final_sentences = _sentences(data.final_message)
-    completed = " ".join(s for s in final_sentences if not _NEXT.match(s))
+    final_sentences = _sentences(prose(data.final_message))
+    done_words = [
+        s
+        for s in final_sentences
+        if not _NEXT.match(s) and not is_intention(s) and _complete_sentence(s)
+    ]
+    closed = [t for t in data.done_tasks if not superseded(t, completion_sentences(done_words))]
+    completed = keep_last_sentences(done_words)
+    if closed:
+        # One sentence that reports them all done: evidence, for a later preamble, that
+        # each of them is finished.
+        completed = (
+            (completed + " " if completed else "") + "Tasks done: " + ", ".join(closed) + "."
+        )
+
     next_steps = [s for s in final_sentences if _NEXT.match(s)]
 
-    # An intention is only a next step if nothing later finished it: the sentences after
-    # it in its turn, the later turns' reasoning and the final message are the evidence.
     final_done = completion_sentences([data.final_message])
     learned: list[str] = []
-    for index, text in enumerate(data.reasoning):
-        sentences = _sentences(text)
-        later_turns = completion_sentences(data.reasoning[index + 1 :]) + final_done
-        for position, sentence in enumerate(sentences):
-            if _NEXT.match(sentence):
-                later = completion_sentences(sentences[position + 1 :]) + later_turns
-                if sentence not in next_steps and not superseded(sentence, later):
-                    next_steps.append(sentence)
-            elif _LEARNED.search(sentence) and sentence not in learned:
+    for text in data.finals or [data.final_message]:
+        for sentence in _sentences(prose(text)):
+            if (
+                _LEARNED.search(sentence)
+                and _complete_sentence(sentence)
+                and not is_intention(sentence)
+                and sentence not in learned
+            ):
                 learned.append(sentence)
     for task in data.pending:
         if all(task not in s for s in next_steps) and not superseded(task, final_done):
@@ -112,8 +174,14 @@ def summarize_extractive(data: SummaryInput) -> SummaryDraft:
         investigated=_clip(investigated),
         learned=_clip(" ".join(learned[-4:])),
         completed=_clip(completed),
-        next_steps=_clip(" ".join(next_steps)),
+        next_steps=_clip(" ".join(_as_sentence(step) for step in next_steps)),
     )
+
+
+def _as_sentence(text: str) -> str:
+    """A step that ends as a sentence does, so that the steps read (and split) one by one."""
+    text = text.strip()
+    return text if text.endswith((".", "!", "?", "\u3002", "\uff01", "\uff1f")) else text + "."
 
 
 # --- the LLM path ------------------------------------------------------------------------

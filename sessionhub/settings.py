@@ -352,6 +352,11 @@ SESSIONHUB = {
         # Beyond the reference formula: relevance of the first prompt (docs/continuity.md).
         "WEIGHT_RELEVANCE": env.float("SESSIONHUB_WEIGHT_RELEVANCE", default=0.6),
         "RELEVANCE_MIN": env.float("SESSIONHUB_RELEVANCE_MIN", default=0.3),
+        # The first prompt replaces the start's choice only on strong evidence: this
+        # relevance, this much more than the start's choice has, this many terms matched.
+        "RELEVANCE_STRONG": env.float("SESSIONHUB_RELEVANCE_STRONG", default=0.4),
+        "RELEVANCE_MARGIN": env.float("SESSIONHUB_RELEVANCE_MARGIN", default=0.2),
+        "STRONG_MIN_TERMS": env.int("SESSIONHUB_STRONG_MIN_TERMS", default=2),
         # About four characters a token: 960 characters stay under 250 tokens.
         "PREAMBLE_MAX_CHARS": env.int("SESSIONHUB_PREAMBLE_MAX_CHARS", default=960),
         "PREAMBLE_MAX_TASKS": env.int("SESSIONHUB_PREAMBLE_MAX_TASKS", default=5),

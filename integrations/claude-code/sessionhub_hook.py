@@ -32,7 +32,7 @@ import time
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
-    from collections.abc import Mapping
+    from collections.abc import Iterator, Mapping
     from typing import Any, BinaryIO, TextIO
 
 
@@ -208,6 +208,9 @@ PROXY_VARIABLES = (
 PERMANENT_CODES = frozenset({400, 401, 403, 404, 413})
 
 TRANSCRIPT_EVENTS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
+# Events on which the client looks for the earlier session the transcript continues (a
+# fork or a resume under a new id writes its transcript at its first turn).
+PREDECESSOR_EVENTS = frozenset({"SessionStart", "Stop", "SessionEnd"})
 # Strings longer than this are cut before sending, with a marker saying how much: the
 # server keeps far less of any one string, and a body over its limit would be refused
 # whole (an Edit of a large file carries the whole file in tool_response.originalFile).
@@ -838,8 +841,11 @@ def read_transcript(path: str, sidechain: bool | None = False) -> tuple[str | No
         window *= 4  # a very long last message: look further back, within a cap
 
 
-def _read_tail_records(path: str, size: int, window: int) -> tuple[list[dict], bool]:
-    """Parse the whole JSON lines found in the last `window` bytes of the file."""
+def _read_tail_records(
+    path: str, size: int, window: int, kinds: tuple[str, ...] = ("assistant",)
+) -> tuple[list[dict], bool]:
+    """Parse the whole JSON lines of these record types found in the last `window` bytes
+    of the file."""
     start = max(0, size - window)
     with open(path, "rb") as handle:
         handle.seek(start)
@@ -848,16 +854,17 @@ def _read_tail_records(path: str, size: int, window: int) -> tuple[list[dict], b
         newline = data.find(b"\n")
         data = data[newline + 1 :] if newline >= 0 else b""
     records = []
+    marks = [f'"{kind}"'.encode() for kind in kinds]
     for line in data.split(b"\n"):
-        # Cheap filter: only assistant lines matter, and a half-written last line fails
-        # to parse and is skipped.
-        if b'"assistant"' not in line:
+        # Cheap filter: only lines of these types matter, and a half-written last line
+        # fails to parse and is skipped.
+        if not any(mark in line for mark in marks):
             continue
         try:
             record = json.loads(line)
         except ValueError:
             continue
-        if isinstance(record, dict) and record.get("type") == "assistant":
+        if isinstance(record, dict) and record.get("type") in kinds:
             records.append(record)
     return records, start > 0
 
@@ -946,11 +953,12 @@ def api_error_record(path: str) -> dict | None:
     return None
 
 
-def _transcript_window(path: str) -> list[dict]:
-    """The records of the transcript's last TRANSCRIPT_WINDOW bytes; [] when unreadable."""
+def _transcript_window(path: str, kinds: tuple[str, ...] = ("assistant",)) -> list[dict]:
+    """The records of these types in the transcript's last TRANSCRIPT_WINDOW bytes; []
+    when unreadable."""
     try:
         size = os.path.getsize(path)
-        records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW)
+        records, _ = _read_tail_records(path, size, TRANSCRIPT_WINDOW, kinds)
     except (OSError, TypeError, ValueError):
         return []
     return records
@@ -966,6 +974,170 @@ def transcript_model(path: str) -> str | None:
             if isinstance(model, str) and model:
                 return model[:200]
     return None
+
+
+# How much of a transcript's head is read for the session it continues: a forked or
+# resumed transcript names it in its first records, but Claude Code may write large
+# bookkeeping records (system prompt and tool schemas) before them.
+TRANSCRIPT_HEAD = 512 * 1024
+CONTINUATION_OPENING = "This session is being continued from a previous conversation"
+
+
+def transcript_predecessor(path: str, own_id: str) -> str | None:
+    """The id of the earlier session a transcript continues, from its first records: a
+    ``forkedFrom`` session, a copied record that still names another session (a resume
+    that minted a new id copies the conversation so), the session a copied answer was
+    requested in (a fork), or the transcript a continuation summary names. None when the
+    transcript names no other session (or cannot be read)."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(TRANSCRIPT_HEAD)
+    except (OSError, TypeError, ValueError):
+        return None
+    lines = data.split(b"\n")
+    if len(data) == TRANSCRIPT_HEAD:
+        lines = lines[:-1]  # the last line may be cut
+    own = own_id.encode("utf-8", "replace")
+    for line in lines:
+        # Cheap filter, for the hot path: a record of this session names it in every id it
+        # holds; only a record that names something else, or a summary, is parsed.
+        if not (
+            b"forkedFrom" in line
+            or b"continued from a previous" in line
+            or (b"essionId" in line and line.count(b"essionId") > line.count(own))
+        ):
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(record, dict):
+            continue
+        found = _named_session(record, own_id)
+        if found:
+            return found
+    return None
+
+
+def _named_session(record: dict, own_id: str) -> str | None:
+    """Another session a transcript record names, if any."""
+    forked = record.get("forkedFrom")
+    if isinstance(forked, dict) and _other_id(forked.get("sessionId"), own_id):
+        return forked["sessionId"]
+    if record.get("type") in ("user", "assistant", "system"):
+        for key in ("sessionId", "requestSessionId"):
+            if _other_id(record.get(key), own_id):
+                return record[key]
+    message = record.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, list):
+        content = " ".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, dict) and isinstance(b.get("text"), str)
+        )
+    summary = (
+        record.get("type") == "user"
+        and isinstance(content, str)
+        and (record.get("isCompactSummary") or content.lstrip().startswith(CONTINUATION_OPENING))
+    )
+    if summary and isinstance(content, str):
+        for named in _transcript_ids(content):
+            if named != own_id:
+                return named
+    return None
+
+
+def _other_id(value: object, own_id: str) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= 200 and value != own_id
+
+
+def _transcript_ids(text: str) -> list[str]:
+    """Session ids of the ``<uuid>.jsonl`` transcript paths a text names."""
+    found = []
+    at = text.find(".jsonl")
+    while at != -1:
+        candidate = text[max(0, at - 36) : at]
+        if _uuid_shaped(candidate):
+            found.append(candidate)
+        at = text.find(".jsonl", at + 6)
+    return found
+
+
+def _uuid_shaped(text: str) -> bool:
+    if len(text) != 36 or any(text[i] != "-" for i in (8, 13, 18, 23)):
+        return False
+    return all(c in "0123456789abcdefABCDEF" for c in text.replace("-", ""))
+
+
+INTERRUPTED_PREFIX = "[Request interrupted by user"
+
+
+def transcript_turn_state(path: str) -> dict | None:
+    """How the main conversation's last turn ended, when the transcript says more than
+    the hook: an API error Claude Code wrote in the model's place (releases without
+    StopFailure fire Stop after it), or the user interrupting the turn. None otherwise."""
+    for record in _records_from_the_end(path):
+        if record.get("isSidechain"):
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        if record.get("type") == "user":
+            content = message.get("content")
+            texts = (
+                [content]
+                if isinstance(content, str)
+                else [b.get("text", "") for b in content or [] if isinstance(b, dict)]
+                if isinstance(content, list)
+                else []
+            )
+            if any(isinstance(t, str) and t.startswith(INTERRUPTED_PREFIX) for t in texts):
+                return {"interrupted": True}
+            if any(isinstance(t, str) and t.strip() for t in texts):
+                return None  # a prompt after the last answer: nothing to say of that answer
+            continue
+        if _api_error(record, message):
+            return api_error_state(record)
+        return None
+    return None
+
+
+def _records_from_the_end(path: str) -> Iterator[dict]:
+    """The user and assistant records of the transcript's last TRANSCRIPT_WINDOW bytes,
+    newest first, each parsed only when asked for (the caller stops at the first that
+    tells it what it wants)."""
+    try:
+        size = os.path.getsize(path)
+        with open(path, "rb") as handle:
+            handle.seek(max(0, size - TRANSCRIPT_WINDOW))
+            data = handle.read()
+    except (OSError, TypeError, ValueError):
+        return
+    lines = data.split(b"\n")
+    if size > TRANSCRIPT_WINDOW:
+        lines = lines[1:]  # the first line may be cut
+    for line in reversed(lines):
+        if b'"assistant"' not in line and b'"user"' not in line:
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a half-written last line
+        if isinstance(record, dict) and record.get("type") in ("assistant", "user"):
+            yield record
+
+
+def api_error_state(record: dict) -> dict:
+    """What an API error record says of the error: its kind, HTTP status and type."""
+    state: dict = {"api_error": str(record.get("error") or "unknown")[:100]}
+    status = record.get("apiErrorStatus")
+    if isinstance(status, int) and not isinstance(status, bool):
+        state["status"] = status
+    kind = record.get("apiErrorType")
+    if isinstance(kind, str) and kind:
+        state["type"] = kind[:100]
+    return state
 
 
 def tail_at_word_boundary(text: str, limit: int = TAIL_CHARS) -> str:
@@ -1155,6 +1327,13 @@ def build_event(
     if gateway != CLAUDE_CODE:
         return build_cli_event(hook, deadline, meta, gateway)
     name = _event_name(hook)
+    path = hook.get("transcript_path")
+    path = os.path.expanduser(path) if isinstance(path, str) and path else ""
+    session_id = hook.get("session_id")
+    if name in PREDECESSOR_EVENTS and path and isinstance(session_id, str):
+        earlier = transcript_predecessor(path, session_id)
+        if earlier:
+            meta["resumed_from"] = earlier
     if name in TRANSCRIPT_EVENTS:
         final, tail = _transcript_extras(hook, deadline)
         last = hook.get("last_assistant_message")
@@ -1164,17 +1343,21 @@ def build_event(
             meta["final_message"] = final
         if tail:
             meta["reasoning_tail"] = tail
-        path = hook.get("transcript_path")
-        if not hook.get("model") and isinstance(path, str) and path:
-            model = transcript_model(os.path.expanduser(path))
+        if path and not hook.get("model"):
+            model = transcript_model(path)
             if model:
                 meta["model"] = model
+        if path and name != "SubagentStop":
+            turn = transcript_turn_state(path)
+            if turn:
+                meta["turn"] = turn
     if name == "StopFailure":
         # Named by the failed message, so that the copy SessionEnd sends (Claude Code
         # may kill this hook first) is the same event.
         failed = _failed_turn(hook)
         if failed is not None:
             meta["event_id"] = failed["sessionhub"]["event_id"]
+            meta["turn"] = failed["sessionhub"]["turn"]
     meta["client"] = CLIENT
     event = dict(hook)
     event["sessionhub"] = meta
@@ -1186,7 +1369,10 @@ def _base_meta(hook: dict, deadline: Deadline, queued: str) -> dict:
     if queued:
         stamp, _, random = os.path.basename(queued).partition("-")
         seconds = int(stamp) / 1e9
-        meta = {"event_id": _uuid4(bytes.fromhex(random[:32])), "occurred_at": _utc_now(seconds)}
+        meta: dict = {
+            "event_id": _uuid4(bytes.fromhex(random[:32])),
+            "occurred_at": _utc_now(seconds),
+        }
     else:
         meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
     cwd = hook.get("cwd")
@@ -1220,6 +1406,7 @@ def _failed_turn(hook: dict) -> dict | None:
         "event_id": f"stopfailure:{record['uuid']}"[:200],
         "occurred_at": stamp if isinstance(stamp, str) else _utc_now(),
         "client": CLIENT,
+        "turn": api_error_state(record),
     }
     event = {k: hook[k] for k in ("session_id", "transcript_path", "cwd") if k in hook}
     event |= {
@@ -1251,6 +1438,10 @@ def fit_event(event: dict) -> dict:
     return cut
 
 
+# Strings whose end matters more than their middle when they must be cut.
+ENDS_KEPT = frozenset({"last_assistant_message", "sessionhub.final_message"})
+
+
 def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) -> object:
     """A copy of value with every string longer than limit cut (not sessionhub's own ids)."""
     if isinstance(value, str):
@@ -1258,7 +1449,12 @@ def _cut_strings(value: object, limit: int, path: str, trimmed: dict[str, int]) 
             return value
         cut = len(value) - limit
         trimmed[path or "$"] = cut
-        return value[:limit] + f"… [sessionhub-hook cut {cut} of {len(value)} characters]"
+        marker = f"… [sessionhub-hook cut {cut} of {len(value)} characters] …"
+        if path in ENDS_KEPT:
+            # A final message ends with what was done: its head and its end are kept.
+            head = limit // 4
+            return value[:head] + marker + value[len(value) - (limit - head) :]
+        return value[:limit] + marker[:-2]
     if isinstance(value, dict):
         return {
             k: _cut_strings(v, limit, f"{path}.{k}" if path else str(k), trimmed)

@@ -188,6 +188,12 @@ def _lifecycle_facts(hook: str, kind: str, body: dict[str, Any]) -> dict[str, An
     if kind == EventKind.TOOL_USE:
         facts["tool_name"] = opt_str(body, "tool_name", "tool_name", max_length=200)
         facts["failed"] = hook == "PostToolUseFailure"
+        if hook == "PostToolUse" and not subagent_id:
+            change = task_list_change(
+                facts["tool_name"], body.get("tool_input"), body.get("tool_response")
+            )
+            if change is not None:
+                facts["task_list"] = change
     if kind == EventKind.COMPACTION_BEFORE:
         facts["trigger"] = opt_str(body, "trigger", "trigger", max_length=40)
     if hook in ("PostCompact", "SubagentStop") and kind == EventKind.COMPACTION_AFTER:
@@ -206,10 +212,27 @@ def _turn_facts(
 ) -> dict[str, Any]:
     """A turn's (or a session's) last words and reasoning, and whether it failed."""
     facts: dict[str, Any] = {}
+    found = extra.get("turn")
+    turn: dict[str, Any] = found if isinstance(found, dict) else {}
     if hook == "StopFailure":
         # A turn that an API error ended: no final message, whatever text came with it.
         facts["failed"] = True
         facts["error"] = opt_str(body, "error", "error", max_length=200) or "unknown"
+        facts["final_message"] = ""
+        facts["reasoning"] = ""
+        facts.update(_error_details(turn))
+        return facts
+    if kind in (EventKind.TURN_END, EventKind.SESSION_END) and turn:
+        # What the client read at the transcript's end that the hook does not say: an API
+        # error (releases without StopFailure fire Stop after one), an interruption.
+        error = turn.get("api_error")
+        if isinstance(error, str) and error:
+            facts["failed"] = True
+            facts["error"] = error[:200]
+            facts.update(_error_details(turn))
+        elif turn.get("interrupted") is True:
+            facts["interrupted"] = True
+    if facts.get("failed") and kind == EventKind.TURN_END:
         facts["final_message"] = ""
         facts["reasoning"] = ""
     elif kind in (EventKind.TURN_END, EventKind.SESSION_END):
@@ -221,8 +244,10 @@ def _turn_facts(
         )
         tagged, visible = reasoning_from_text(final)
         reasoning = opt_str(extra, "reasoning_tail", "sessionhub.reasoning_tail", max_length=10**6)
-        if kind == EventKind.TURN_END or visible or reasoning or tagged:
-            facts["final_message"] = visible
+        if (kind == EventKind.TURN_END or visible or reasoning or tagged) and not facts.get(
+            "failed"
+        ):
+            facts["final_message"] = keep_ends(visible)
             facts["reasoning"] = reasoning or tagged
     if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
@@ -230,6 +255,18 @@ def _turn_facts(
         # memory is distilled there, not only at its end.
         facts["summarize"] = True
     return facts
+
+
+def _error_details(turn: dict[str, Any]) -> dict[str, Any]:
+    """The HTTP status and type of an API error, as the client read them."""
+    details: dict[str, Any] = {}
+    status = turn.get("status")
+    if type(status) is int and 100 <= status < 1000:
+        details["error_status"] = status
+    kind = turn.get("type")
+    if isinstance(kind, str) and kind:
+        details["error_type"] = kind[:100]
+    return details
 
 
 def _context_facts(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
@@ -242,6 +279,12 @@ def _context_facts(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any
         facts["client_trimmed"] = {
             str(k)[:200]: v for k, v in list(trimmed.items())[:50] if type(v) is int
         }
+    # The session this one continues under a new id (a fork, a resume of a release that
+    # minted new ids, a conversation opening with a continuation summary), as the client
+    # read it from the transcript.
+    earlier = extra.get("resumed_from")
+    if isinstance(earlier, str) and earlier and earlier != body.get("session_id"):
+        facts["resumed_from"] = as_key(identifier(earlier, "sessionhub.resumed_from"))
     # Headless (-p) sessions name no model on SessionStart: the client reads it from the
     # transcript.
     model = opt_str(body, "model", "model", max_length=200)
@@ -249,3 +292,84 @@ def _context_facts(body: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any
     if model:
         facts["model"] = model
     return facts
+
+
+# What a final message keeps when it is longer than a stored string: its head says what
+# it is about, its end says what was done.
+FINAL_HEAD = 1500
+FINAL_KEPT = 8000
+
+
+def keep_ends(text: str, kept: int = FINAL_KEPT, head: int = FINAL_HEAD) -> str:
+    """``text`` whole when it fits in ``kept`` characters, else its head and its end with
+    a marker between them (cut at whitespace where there is some)."""
+    if len(text) <= kept:
+        return text
+    marker = f"\n[… {len(text) - kept} characters left out …]\n"
+    start = text[:head].rsplit(None, 1)[0] if " " in text[:head] else text[:head]
+    tail_from = len(text) - (kept - len(start) - len(marker))
+    space = text.find(" ", tail_from)
+    end = text[space + 1 :] if 0 <= space < tail_from + 200 else text[tail_from:]
+    return start + marker + end
+
+
+# Claude Code's task-list tools: TodoWrite writes the whole list each time; TaskCreate and
+# TaskUpdate (later releases) change one item, named by the id TaskCreate answers with.
+_TASK_CREATED = "created successfully"
+_TASK_LIST_LIMIT = 100
+_TASK_TEXT_LIMIT = 300
+
+
+def task_list_change(tool: str, tool_input: Any, response: Any) -> dict[str, Any] | None:
+    """A change to the session's task list, as a plain fact (``memory.features.
+    task_list_state`` folds them), from one task-list tool call; None for other tools."""
+    if not isinstance(tool_input, dict):
+        return None
+    if tool == "TodoWrite":
+        todos = tool_input.get("todos")
+        if not isinstance(todos, list):
+            return None
+        items = [
+            {"text": _task_text(item.get("content")), "status": _task_status(item.get("status"))}
+            for item in todos[:_TASK_LIST_LIMIT]
+            if isinstance(item, dict) and _task_text(item.get("content"))
+        ]
+        return {"op": "replace", "items": items}
+    if tool == "TaskCreate":
+        text = _task_text(tool_input.get("subject"))
+        if not text:
+            return None
+        return {"op": "create", "id": _created_id(response), "text": text, "status": "pending"}
+    if tool == "TaskUpdate":
+        task_id = tool_input.get("taskId")
+        if not isinstance(task_id, (str, int)) or isinstance(task_id, bool):
+            return None
+        change: dict[str, Any] = {"op": "update", "id": str(task_id)[:40]}
+        if tool_input.get("status") is not None:
+            change["status"] = _task_status(tool_input.get("status"))
+        if _task_text(tool_input.get("subject")):
+            change["text"] = _task_text(tool_input.get("subject"))
+        return change
+    return None
+
+
+def _task_text(value: Any) -> str:
+    return " ".join(value.split())[:_TASK_TEXT_LIMIT] if isinstance(value, str) else ""
+
+
+def _task_status(value: Any) -> str:
+    return value.strip().lower()[:20] if isinstance(value, str) and value.strip() else "pending"
+
+
+def _created_id(response: Any) -> str:
+    """The id TaskCreate gave its task: ``{"task": {"id": ...}}``, or the number in its
+    text answer ("Task #3 created successfully: ..."); '' when it says neither."""
+    if isinstance(response, dict):
+        task = response.get("task")
+        if isinstance(task, dict) and isinstance(task.get("id"), (str, int)):
+            return str(task["id"])[:40]
+        response = response.get("content") or response.get("text")
+    if isinstance(response, str) and _TASK_CREATED in response and "#" in response:
+        digits = response.split("#", 1)[1].split(" ", 1)[0]
+        return digits[:40] if digits.isdigit() else ""
+    return ""

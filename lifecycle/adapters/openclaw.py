@@ -121,6 +121,8 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     error = event.get("error")
     if isinstance(error, str) and error:
         facts["error"] = error
+    if facts["success"] is False or facts.get("error"):
+        facts["failed"] = True  # the turn's outcome: memory.outcome reads it
     kept = {k: v for k, v in event.items() if k != "messages"}
     kept["messages"] = {"count": len(messages), "by_role": roles}
     return facts, kept

@@ -55,10 +55,13 @@ def sessions_link(
     batch = [_arrival(written[pk], events) for pk, events in new_by_session.items()]
     claims = claims_of(batch)
     starting = [a for a in batch if any(step.starts for step in a.steps)]
-    if not starting and not claims:
+    # Sessions that name where they come from: their starts, or a later event that does
+    # (a forked transcript is written at its first turn, after its start).
+    naming = [a for a in batch if any(step.starts or step.resumed_from for step in a.steps)]
+    if not naming and not claims:
         return
     _claims_write(team, written, list(claims.values()))
-    stored = _candidates_read(team, written, starting)
+    stored = _candidates_read(team, written, naming)
     siblings = _open_siblings_lock(starting)
     decisions = decide(
         batch,
@@ -87,6 +90,10 @@ def _arrival(session: Session, events: Iterable[state.FoldEvent]) -> Arrival:
         elif event.kind == EventKind.SESSION_END and event.facts.get("next_session_id"):
             successor = event.facts["next_session_id"]
             steps.append(Step(at=event.occurred_at, starts=False, next_session_id=successor))
+        elif event.facts.get("resumed_from"):
+            steps.append(
+                Step(at=event.occurred_at, starts=False, resumed_from=event.facts["resumed_from"])
+            )
     return Arrival(_known(session), tuple(steps))
 
 
@@ -129,10 +136,10 @@ def _claims_write(team: Team, written: dict[Any, Session], claims: list[Claim]) 
 def _candidates_read(
     team: Team, written: dict[Any, Session], starting: list[Arrival]
 ) -> dict[Any, Known]:
-    """In one read, as stored: the batch's sessions, the sessions the starting ones may
-    follow (those they name, those naming one of them as successor) and the sessions a
-    /clear start may follow; each with whether a session follows it. Nothing when every
-    starting session already follows one."""
+    """In one read, as stored: the batch's sessions, the sessions the starting (or naming)
+    ones may follow (those they name, those naming one of them as successor) and the
+    sessions a /clear start may follow; each with whether a session follows it. Nothing
+    when every one of them already follows one."""
     window = settings.SESSIONHUB["CLEAR_LINK_WINDOW"]
     query = Q()
     for arrival in starting:
@@ -140,7 +147,7 @@ def _candidates_read(
         if session.previous is not None:
             continue
         named = {session.previous_external_id}
-        named.update(step.resumed_from for step in arrival.steps if step.starts)
+        named.update(step.resumed_from for step in arrival.steps)
         named.discard("")
         query |= Q(source=session.source, successor_external_id=session.external_id)
         if named:

@@ -10,6 +10,10 @@ left it; before that, they see it as it was stored.
   named none; a session that follows nothing yet follows the one it names (by external
   id, same source), else the latest started of those that name it as their successor;
   then its claim, its /clear link and its replacements, as below.
+- Any other event that names the session it resumed from (a forked transcript is written
+  at its first turn, so the client learns it after the start) does what a start does
+  with that name: the session names it if it named none, and follows it if it follows
+  nothing yet.
 - A session's first start, when it followed nothing as the batch came in, claims the
   sessions of its source that name it as where they resumed from; an end that names a
   successor claims that successor. A claim links every settled session that fits it and
@@ -61,7 +65,8 @@ class Known:
 @dataclass(frozen=True, slots=True)
 class Step:
     """One event of the batch that can link sessions: a start (with what it says of where
-    it comes from), or an end that names the session that continues it."""
+    it comes from), another event that names where the session comes from, or an end that
+    names the session that continues it."""
 
     at: datetime
     starts: bool
@@ -184,6 +189,8 @@ def decide(
             claim = chain.claims.get((pk, index))
             if step.starts:
                 chain.start(pk, step, claim)
+            elif step.resumed_from:
+                chain.named(pk, step)
             else:
                 chain.claim_settled(claim)
     chain.late_claims()
@@ -232,6 +239,13 @@ class _Chain:
             self.link_cleared(self.now[pk])
         if self.now[pk].session_key:
             self.replace_open(self.now[pk], step.at)
+
+    def named(self, pk: Any, step: Step) -> None:
+        """A later event names the session this one continues: as a start would."""
+        if not self.now[pk].previous_external_id:
+            self.now[pk] = replace(self.now[pk], previous_external_id=step.resumed_from)
+        if self.now[pk].previous is None:
+            self.link(pk, self.predecessor(self.now[pk]))
 
     def claim_settled(self, claim: Claim | None) -> None:
         """A claim as it is made links the settled sessions it fits."""

@@ -18,6 +18,12 @@ After the last step the model answers with a final text, ``DONE <first words>``.
 The step to run is the number of tool results sent since that user text. A
 compaction request (the CLI asks for a summary of the conversation) is answered with a
 ``<summary>`` text. Requests that carry no tools (titles, topic checks) get a short text.
+
+A prompt can also be given a script beforehand (``script(prompt, steps)``), so that the
+user's words stay the words a person would type: the turn that prompt opens runs those
+steps, one per model call, each a :class:`Step` — thinking and text said along the way, a
+tool call, an API error (``status`` 529 is Claude Code's "overloaded", 5xx a server
+error), and a last step without a tool that is the turn's final answer.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import re
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -36,6 +43,29 @@ CLAUDE_CODE_VERSION = "2.1.330"
 COMPACT_MARKERS = ("summary of the conversation", "create a detailed summary")
 SUMMARY_TEXT = "<summary>Compacted: the user is checking SessionHub hooks.</summary>"
 THINKING = "I should follow the plan the user wrote, one step per call, then report."
+
+
+@dataclass(frozen=True)
+class Step:
+    """One model call of a scripted turn: thinking, text, then a tool call; or, without a
+    tool, the turn's final answer; or an API error (``status``)."""
+
+    say: str = ""
+    think: str = ""
+    tool: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    status: int = 0
+    # Usage reported with this answer: a context nearly full makes the CLI compact.
+    input_tokens: int = 1200
+
+
+_ERRORS = {
+    400: ("invalid_request_error", "mock: this turn fails"),
+    500: ("api_error", "Internal server error"),
+    502: ("api_error", "Bad gateway"),
+    503: ("api_error", "Service unavailable"),
+    529: ("overloaded_error", "Overloaded"),
+}
 
 
 def _texts(content: Any) -> list[str]:
@@ -48,7 +78,12 @@ def _texts(content: Any) -> list[str]:
         ]
     else:
         return []
-    return [t for t in blocks if not t.lstrip().startswith("<system-reminder>")]
+    # Text the CLI adds itself: reminders, and the caveat and output of a local command
+    # (``/compact``) that go out with the next prompt.
+    return [t for t in blocks if not t.lstrip().startswith(_INJECTED)]
+
+
+_INJECTED = ("<system-reminder>", "<local-command-", "<command-name>", "<command-message>")
 
 
 def _has_tool_result(content: Any) -> bool:
@@ -63,6 +98,9 @@ class MockAnthropic(ThreadingHTTPServer):
     def __init__(self) -> None:
         super().__init__(("127.0.0.1", 0), _Handler)
         self.requests: list[dict[str, Any]] = []
+        self.scripts: dict[str, list[Step]] = {}
+        # What the model answers when the CLI asks it to summarise the conversation.
+        self.compact_summary = SUMMARY_TEXT
         self.lock = threading.Lock()
         self.thread = threading.Thread(target=self.serve_forever, daemon=True)
 
@@ -77,6 +115,29 @@ class MockAnthropic(ThreadingHTTPServer):
     def __exit__(self, *exc: object) -> None:
         self.shutdown()
         self.server_close()
+
+    def script(self, prompt: str, steps: list[Step], *, prefix: bool = False) -> None:
+        """The turn that ``prompt`` opens runs ``steps`` (the last, without a tool, is its
+        final answer); with ``prefix``, every turn opened by a text that begins with it
+        (a notification Claude Code writes, which names ids of its own)."""
+        with self.lock:
+            key = ("prefix:" if prefix else "") + prompt.strip()
+            self.scripts[key] = list(steps)
+
+    def _script_for(self, opening: str) -> list[Step] | None:
+        opening = opening.strip()
+        with self.lock:
+            found = self.scripts.get(opening)
+            if found is None:
+                found = next(
+                    (
+                        steps
+                        for key, steps in self.scripts.items()
+                        if key.startswith("prefix:") and opening.startswith(key[7:])
+                    ),
+                    None,
+                )
+        return found
 
     # ----------------------------------------------------------------- queries
 
@@ -101,7 +162,7 @@ class MockAnthropic(ThreadingHTTPServer):
         last = messages[-1] if messages else {}
         last_text = " ".join(_texts(last.get("content")))
         if any(m in last_text for m in COMPACT_MARKERS):
-            return 200, self._message(body, [self._text(SUMMARY_TEXT)], "end_turn")
+            return 200, self._message(body, [self._text(self.compact_summary)], "end_turn")
         if not body.get("tools"):
             return 200, self._message(body, [self._text("SessionHub check")], "end_turn")
         # The user text that opened the current turn, and the tool results since.
@@ -111,18 +172,49 @@ class MockAnthropic(ThreadingHTTPServer):
             if message.get("role") != "user":
                 continue
             content = message.get("content")
-            if _has_tool_result(content):
-                results += 1
-                continue
             text = " ".join(_texts(content))
+            # A prompt typed after a turn that died between a tool call and the model's
+            # answer shares the user message with that tool's result: it opens a turn.
             if text.strip():
                 opening = text
                 break
+            if _has_tool_result(content):
+                results += 1
+        script = self._script_for(opening)
+        if script is not None:
+            return self._scripted(body, script, results)
         steps = [line.strip() for line in opening.splitlines() if line.strip().startswith("@")]
         if results < len(steps):
             return self._step(body, steps[results], results)
         words = " ".join(re.sub(r"[^\w ]", " ", opening).split()[:6])
         return 200, self._message(body, [self._text(f"DONE {words}")], "end_turn")
+
+    def _scripted(
+        self, body: dict[str, Any], steps: list[Step], index: int
+    ) -> tuple[int, dict[str, Any]]:
+        """The answer a script gives at its ``index``-th call: past the end, its last step
+        again (a turn the CLI retries after an error)."""
+        step = steps[min(index, len(steps) - 1)]
+        if step.status:
+            kind, text = _ERRORS.get(step.status, ("api_error", "mock error"))
+            return step.status, {"type": "error", "error": {"type": kind, "message": text}}
+        blocks = [self._text(step.say)] if step.say else []
+        if step.tool:
+            blocks.append(
+                {
+                    "type": "tool_use",
+                    "id": f"toolu_{uuid.uuid4().hex[:24]}",
+                    "name": step.tool,
+                    "input": step.input,
+                }
+            )
+        elif not blocks:
+            blocks.append(self._text("Done."))
+        message = self._message(
+            body, blocks, "tool_use" if step.tool else "end_turn", thinking=step.think
+        )
+        message["usage"]["input_tokens"] = step.input_tokens
+        return 200, message
 
     def _step(self, body: dict[str, Any], step: str, index: int) -> tuple[int, dict[str, Any]]:
         if step == "@fail":
@@ -155,11 +247,15 @@ class MockAnthropic(ThreadingHTTPServer):
     def _text(self, text: str) -> dict[str, Any]:
         return {"type": "text", "text": text}
 
-    def _message(self, body: dict[str, Any], blocks: list[dict], stop: str) -> dict[str, Any]:
-        thinking = body.get("thinking") or {}
+    def _message(
+        self, body: dict[str, Any], blocks: list[dict], stop: str, thinking: str = ""
+    ) -> dict[str, Any]:
+        asked = body.get("thinking") or {}
         content = []
-        if thinking.get("type") in ("enabled", "adaptive"):
-            shown = "" if thinking.get("display") == "omitted" else THINKING
+        if asked.get("type") in ("enabled", "adaptive"):
+            # A scripted thought is shown whatever display the CLI asked for: it stands
+            # for the thinking a session recorded with display on.
+            shown = thinking or ("" if asked.get("display") == "omitted" else THINKING)
             content.append({"type": "thinking", "thinking": shown, "signature": "sig-mock"})
         content += blocks
         return {

@@ -38,6 +38,7 @@ from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
 from memory.models import ContinuityRecord, Observation, SessionFeatures, StreamTail, Summary
 from tests.conftest import CLAUDE_CODE_SCENARIOS, FIXTURES, claude_code_hooks
 from tests.lifecycle.test_replay_http import EXPECTED_CLAUDE_CODE
+from tests.memory.test_pipeline import OPEN_WORK, task_list_closed, without_tasks_done
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -46,7 +47,8 @@ CLIENT = REPO / "integrations" / "claude-code" / "sessionhub_hook.py"
 # The project whose code this test process runs: the server subprocess runs the same one.
 PROJECT = Path(sessionhub.__file__).resolve().parent.parent
 
-# The task each scenario's transcript leaves open ("TODO: task-NNNN ...").
+# The TODO each scenario's transcript plants in the model's thinking ("TODO: task-NNNN
+# ..."): a plan, which is never a pending task (issue 32).
 PENDING_TASK = {
     "basic": "task-2731",
     "clear": "task-3094",
@@ -264,16 +266,27 @@ def check_scenario(scenario: Scenario) -> Session:
     summary = Summary.objects.get(session=session)
     assert summary.final_message == final
     assert summary.events_seen == len(lines)
-    assert summary.completed
-    assert summary.completed in words(final)
+    done = without_tasks_done(summary.completed, task_list_closed(lines))
+    assert done
+    assert done in words(final)
     assert summary.request.startswith(lines[1]["prompt"])
     if "Next step:" in final:
         assert NEXT_STEP[scenario.name] in summary.next_steps
+    # The summary hands on what is open, and never a step a later turn did (compact's
+    # second turn wrote the release notes its first answer named).
+    for step in OPEN_WORK[scenario.name]:
+        assert step in summary.next_steps
+    if scenario.name == "compact":
+        assert "RELEASE_NOTES" not in summary.next_steps
 
-    # The task the transcript left open is pending in the session's features.
+    # The TODO the transcript plants in the model's thinking is its plan, not the session's
+    # open work (issue 32); what a final message hands on ("Next step: ...") is, until a
+    # later turn does it.
     features = SessionFeatures.objects.get(session=session)
     pending = {task["id"] for task in features.pending_tasks}
-    assert PENDING_TASK[scenario.name] in pending, features.pending_tasks
+    assert PENDING_TASK[scenario.name] not in pending, features.pending_tasks
+    texts = [task["text"] for task in features.pending_tasks]
+    assert texts == OPEN_WORK[scenario.name], texts
     assert lines[0]["cwd"] in features.active_projects
 
     if scenario.name == "secrets":
@@ -321,7 +334,7 @@ def test_session_start_prints_the_preamble_of_the_right_prior_session(
     live_server: Any, token: str, tmp_path: Path
 ) -> None:
     client = HookClient(tmp_path, live_server.url, token)
-    # Another project's session (task-3094 left open) and then the basic session.
+    # Another project's session (its next step left open) and then the basic session.
     for name in ("clear", "basic"):
         replay(client, Scenario(name, tmp_path / "transcripts"))
     basic = claude_code_hooks("basic")
@@ -345,9 +358,14 @@ def test_session_start_prints_the_preamble_of_the_right_prior_session(
     assert set(answer["hookSpecificOutput"]) == {"hookEventName", "additionalContext"}
     assert answer["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = answer["hookSpecificOutput"]["additionalContext"]
-    assert "task-2731" in context  # what the prior session left open
+    # What the prior session left open: the step its final message handed on; the TODO of
+    # its thinking is no task (issue 32).
+    assert "regenerate the November exports" in context
+    assert "task-2731" not in context
     assert "ledger-sync" in context  # its project
-    assert "task-3094" not in context  # another project's session is not "prior"
+    # Another project's session is not "prior": neither its open step nor its project.
+    assert "rebuild the search index" not in context
+    assert "task-3094" not in context
     assert "docs-portal" not in context
 
     session = Session.objects.get(external_id=new_id)

@@ -1178,3 +1178,135 @@ def test_the_queue_script_hands_an_event_it_cannot_queue_to_the_client(configure
     assert [e["tool_use_id"] for r in server.hook_requests() for e in _events(r["body"])] == [
         "toolu_4"
     ]
+
+
+# --------------------------------------------------------------------------- earlier session
+
+OWN = "11111111-2222-4333-8444-555555555555"
+EARLIER = "66666666-7777-4888-9999-aaaaaaaaaaaa"
+
+
+def _record(kind: str, **fields) -> str:
+    return json.dumps({"type": kind, "uuid": str(uuid.uuid4()), **fields})
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        # A /branch fork names where it came from.
+        _record("user", sessionId=OWN, forkedFrom={"sessionId": EARLIER, "messageUuid": "m"}),
+        # A resume that minted a new id copies the conversation, still naming the old id.
+        _record("user", sessionId=EARLIER, message={"role": "user", "content": "go"}),
+        # A fork copies the answers with the session they were requested in.
+        _record("assistant", sessionId=OWN, requestSessionId=EARLIER, message={"content": []}),
+        # A continuation summary names the transcript it continues.
+        _record(
+            "user",
+            sessionId=OWN,
+            isCompactSummary=True,
+            message={
+                "role": "user",
+                "content": "This session is being continued from a previous conversation. "
+                f"Read the full transcript at: /home/u/.claude/projects/-x/{EARLIER}.jsonl",
+            },
+        ),
+    ],
+)
+def test_the_transcript_names_the_session_it_continues(tmp_path, first):
+    path = tmp_path / f"{OWN}.jsonl"
+    big = _record("api-request-blob", blob="x" * 200_000)  # bookkeeping before the records
+    path.write_text(
+        "\n".join([json.dumps({"type": "summary", "leafUuid": "l"}), big, first]) + "\n"
+    )
+    assert client.transcript_predecessor(str(path), OWN) == EARLIER
+
+
+def test_a_transcript_of_its_own_or_a_compaction_in_place_names_no_earlier_session(tmp_path):
+    path = tmp_path / f"{OWN}.jsonl"
+    summary = {
+        "role": "user",
+        "content": "This session is being continued from a previous conversation. "
+        f"Read the full transcript at: /home/u/.claude/projects/-x/{OWN}.jsonl",
+    }
+    path.write_text(
+        "\n".join(
+            [
+                _record("user", sessionId=OWN, message={"role": "user", "content": "hi"}),
+                _record("user", sessionId=OWN, isCompactSummary=True, message=summary),
+                _record("assistant", sessionId=OWN, requestSessionId=OWN, message={}),
+            ]
+        )
+    )
+    assert client.transcript_predecessor(str(path), OWN) is None
+    assert client.transcript_predecessor(str(tmp_path / "missing.jsonl"), OWN) is None
+
+
+def test_the_last_turn_an_api_error_or_the_user_ended(tmp_path):
+    path = tmp_path / "t.jsonl"
+    error = _record(
+        "assistant",
+        isApiErrorMessage=True,
+        error="server_error",
+        apiErrorStatus=529,
+        apiErrorType="overloaded_error",
+        message={"model": "<synthetic>", "content": [{"type": "text", "text": "API Error: 529"}]},
+    )
+    path.write_text("\n".join([_record("user", message={"role": "user", "content": "go"}), error]))
+    assert client.transcript_turn_state(str(path)) == {
+        "api_error": "server_error",
+        "status": 529,
+        "type": "overloaded_error",
+    }
+    stopped = _record(
+        "user",
+        message={
+            "role": "user",
+            "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}],
+        },
+    )
+    path.write_text(
+        "\n".join([_assistant_line("m1", [{"type": "text", "text": "On it."}]), stopped])
+    )
+    assert client.transcript_turn_state(str(path)) == {"interrupted": True}
+    answered = _assistant_line("m2", [{"type": "text", "text": "Done."}])
+    path.write_text(
+        "\n".join([error, _record("user", message={"role": "user", "content": "again"}), answered])
+    )
+    assert client.transcript_turn_state(str(path)) is None
+
+
+def test_stop_and_end_carry_the_earlier_session_and_the_turn_state(configured, server, tmp_path):
+    path = tmp_path / f"{OWN}.jsonl"
+    error = _record(
+        "assistant",
+        sessionId=OWN,
+        isApiErrorMessage=True,
+        error="server_error",
+        apiErrorStatus=502,
+        message={"model": "<synthetic>", "content": [{"type": "text", "text": "API Error: 502"}]},
+    )
+    copied = _record("user", sessionId=EARLIER, message={"role": "user", "content": "old"})
+    path.write_text("\n".join([copied, error]) + "\n")
+    hook = {
+        "hook_event_name": "Stop",
+        "session_id": OWN,
+        "transcript_path": str(path),
+        "cwd": str(tmp_path),
+    }
+    run(hook)
+    meta = server.requests[0]["body"]["sessionhub"]
+    assert meta["resumed_from"] == EARLIER
+    assert meta["turn"] == {"api_error": "server_error", "status": 502}
+
+
+def test_an_oversized_final_message_keeps_its_head_and_its_end():
+    report = "Head of the report. " + "z" * 200_000 + " The run drops from 48 to 19 minutes."
+    event = {
+        "sessionhub": {"event_id": "e", "final_message": report},
+        "last_assistant_message": report,
+    }
+    fitted = client.fit_event(event)
+    for text in (fitted["last_assistant_message"], fitted["sessionhub"]["final_message"]):
+        assert text.startswith("Head of the report.")
+        assert text.endswith("from 48 to 19 minutes.")
+        assert "sessionhub-hook cut" in text and len(text) < client.MAX_STRING_CHARS + 100

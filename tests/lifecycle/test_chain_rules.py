@@ -245,3 +245,28 @@ def test_a_session_a_close_leaves_open_is_not_closed_twice_but_is_followed() -> 
         Close(pk=2, at=T0, replaced_by=3),
     )
     assert decisions.links == {2: 1, 3: 1}
+
+
+# --- a later event names where the session comes from -------------------------------------
+
+
+def later_step(name: str, at: datetime = T0) -> Step:
+    return Step(at=at, starts=False, resumed_from=name)
+
+
+def test_an_event_after_the_start_that_names_the_session_it_continues_links_it() -> None:
+    """A forked transcript is written at its first turn: the client learns the earlier
+    session after the start, and the Stop that says it links the two."""
+    earlier = session(1, "abc", started_at=T0 - timedelta(hours=2), is_open=False)
+    fork = session(2, "def", started_at=T0 - timedelta(minutes=5))
+    decisions = run([Arrival(fork, (later_step("abc"),))], stored=[earlier])
+    assert decisions.links == {2: 1}
+    assert decisions.resumed_from == {2: "abc"}
+
+
+def test_a_later_naming_never_moves_a_session_that_follows_one_already() -> None:
+    earlier = session(1, "abc")
+    other = session(3, "ghi")
+    fork = session(2, "def", previous=3, previous_external_id="ghi")
+    decisions = run([Arrival(fork, (later_step("abc"),))], stored=[earlier, other])
+    assert decisions.links == {} and decisions.resumed_from == {}

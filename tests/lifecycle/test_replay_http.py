@@ -60,7 +60,7 @@ EXPECTED_CLAUDE_CODE = {
     # scenario: (status, end_reason, prompts, tool uses, turns, compactions)
     "basic": (SessionStatus.ENDED, "prompt_input_exit", 1, 5, 1, 0),
     "clear": (SessionStatus.ENDED, "clear", 1, 4, 1, 0),
-    "compact": (SessionStatus.ENDED, "logout", 2, 6, 2, 1),
+    "compact": (SessionStatus.ENDED, "logout", 2, 8, 2, 1),
     "crash": (SessionStatus.ACTIVE, "", 1, 4, 1, 0),
     "secrets": (SessionStatus.ENDED, "prompt_input_exit", 2, 6, 2, 1),
 }

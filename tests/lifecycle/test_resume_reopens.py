@@ -128,3 +128,50 @@ def test_ingested_in_order_and_refolded_the_same(team: Team) -> None:
         at(50),
         1,
     )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("origin_first", [True, False])
+def test_a_fork_is_linked_when_its_turn_names_the_session_it_came_from(
+    team: Team, origin_first: bool
+) -> None:
+    """``--fork-session`` (and the resumes of releases that minted new ids) starts a new
+    session; its transcript, written at its first turn, names the earlier one, and the
+    client sends that name with the Stop. Whichever arrives first, the two are linked, and
+    a subagent's end is no turn of either."""
+
+    def hook(sid: str, name: str, minutes: float, **extra: object) -> dict:
+        meta = {"event_id": f"{sid}-{name}-{minutes}", "occurred_at": at(minutes).isoformat()}
+        meta.update(extra.pop("sessionhub", {}))  # type: ignore[arg-type]
+        return {
+            "hook_event_name": name,
+            "session_id": sid,
+            "cwd": "/w/p",
+            "sessionhub": meta,
+            **extra,
+        }
+
+    def send(*bodies: dict) -> None:
+        results = services.events_ingest(
+            team=team,
+            bodies=list(bodies),
+            adapter=lambda b, now: claude_code.adapt(b, gateway="t", now=now),
+        )
+        assert all(r.status == services.ACCEPTED for r in results), results
+
+    origin = [hook("origin", "SessionStart", 0, source="startup"), hook("origin", "SessionEnd", 10)]
+    fork = [
+        hook("fork", "SessionStart", 20, source="fork"),
+        hook("fork", "UserPromptSubmit", 21, prompt="try another way"),
+        hook("fork", "SubagentStop", 22, agent_id="a1", agent_type="explore"),
+        hook("fork", "Stop", 23, sessionhub={"resumed_from": "origin"}),
+        hook("fork", "SessionEnd", 24, sessionhub={"resumed_from": "origin"}),
+    ]
+    for batch in [origin, fork] if origin_first else [fork, origin]:
+        for body in batch:
+            send(body)
+    earlier = Session.objects.get(external_id="origin")
+    later = Session.objects.get(external_id="fork")
+    assert later.previous_session_id == earlier.pk
+    assert later.previous_external_id == "origin"
+    assert later.turn_count == 1

@@ -296,6 +296,11 @@ def test_score_parts_add_up() -> None:
         ("TODO: task-6001 wire it", ["task-6002 done."]),
         ("write the rollout runbook for the flags", ["Rollout runbook for the flags written."]),
         ("invalidate entries on price changes", ["Stale cache headers removed."]),
+        ("mention the change in RELEASE_NOTES.md", ["Release notes updated and pushed."]),
+        ("mention the change in RELEASE_NOTES.md", ["Changes added and pushed."]),
+        ("Document the webhook setup", ["Added webhook signature checks."]),
+        ("add a metric for replayed events", ["Replayed events get a 200."]),
+        ("update the changelog", ["CHANGELOG_ENTRIES updated."]),
     ],
 )
 def test_the_indexed_evidence_answers_as_the_plain_rule(step: str, later: list[str]) -> None:

@@ -9,7 +9,7 @@ id — must end in a consistent state:
   resume reopens it), and only when an end was stored;
 * the status is the one a straightforward model of the lifecycle gives;
 * the counters equal the stored events (``event_count`` the rows, prompts, tool uses and
-  turns the rows of those kinds);
+  turns the rows of those kinds; a subagent's stop is its own, no turn of the session);
 * the state the ingest path built step by step equals a fold of the whole log, and two
   sessions fed the same events in different orders and batches end in the same state;
 * each event is stored once, its first delivery answered ``accepted`` and every repeat
@@ -420,13 +420,13 @@ def check_session(session: Session, expected: dict[str, tuple[str, str]]) -> Non
     event id to the (kind, phase) its body should have been mapped to."""
     rows = list(
         LifecycleEvent.objects.filter(session=session).values_list(
-            "event_id", "kind", "phase", "occurred_at", "facts", "id"
+            "event_id", "kind", "phase", "occurred_at", "facts", "id", "hook"
         )
     )
     ids = [r[0] for r in rows]
     assert len(ids) == len(set(ids)) == len(expected), (len(ids), len(expected))
     assert set(ids) == set(expected)
-    for event_id, kind, phase, _, _, _ in rows:
+    for event_id, kind, phase, *_ in rows:
         want_kind, want_phase = expected[event_id]
         # A second start is stored as a resume: both start the session in the fold.
         if want_kind == EventKind.SESSION_START:
@@ -441,8 +441,12 @@ def check_session(session: Session, expected: dict[str, tuple[str, str]]) -> Non
     assert session.tool_use_count == sum(
         1 for r in rows if r[1] == EventKind.TOOL_USE and r[2] != "pre"
     )
+    # A subagent's stop (SubagentStop) says so, and is no turn of the session.
+    turn_ends = [r for r in rows if r[1] == EventKind.TURN_END]
+    subagent = {r[0] for r in turn_ends if r[6] == "SubagentStop"}
+    assert subagent == {r[0] for r in turn_ends if (r[4] or {}).get("subagent")}
     assert session.turn_count == sum(
-        1 for r in rows if r[1] == EventKind.TURN_END and r[2] != "final"
+        1 for r in turn_ends if r[2] != "final" and r[0] not in subagent
     )
     compactions = sum(
         1 for k in by_kind if k in (EventKind.COMPACTION_BEFORE, EventKind.COMPACTION_AFTER)

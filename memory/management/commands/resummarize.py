@@ -1,4 +1,6 @@
-"""``manage.py resummarize [--team T] [--session ID]``: rebuild summaries of closed sessions."""
+"""``manage.py resummarize [--team T] [--session ID]``: rebuild summaries of closed sessions
+(and their features: topics, projects, pending tasks), after the rules that make them
+changed."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from memory.pipeline import summary_build
 
 
 class Command(BaseCommand):
-    help = "Rebuild summaries (all closed sessions, a team's, or one session)."
+    help = "Rebuild summaries and features (all closed sessions, a team's, or one session)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--team", help="Team slug")
