@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Prefetch, Q, QuerySet
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from lifecycle.models import (
 )
 from memory.models import (
     ContinuityRecord,
+    McpCall,
     Pin,
     StreamTail,
     Summary,
@@ -358,6 +359,34 @@ def continuity_records(session: Session) -> list[RecordView]:
         sources = [s for s in record.sources.all() if s.team_id == session.team_id]
         views.append(RecordView(record=record, candidates=candidates, sources=sources))
     return views
+
+
+@dataclass
+class McpCalls:
+    """The MCP calls a session made, and the ones whose answers named it."""
+
+    made: list[McpCall]
+    handed_out: list[McpCall]
+
+
+def mcp_calls(session: Session) -> McpCalls:
+    """The session's MCP record, newest first, ``RECORD_LIMIT`` of each (three queries)."""
+    team_id = session.team_id
+    returned = Prefetch(
+        "returned",
+        queryset=Session.objects.filter(team_id=team_id).only("id", "external_id", "team_id"),
+    )
+    made = (
+        McpCall.objects.filter(session=session, team_id=team_id)
+        .prefetch_related(returned)
+        .order_by("-created_at", "-id")[:RECORD_LIMIT]
+    )
+    handed_out = (
+        McpCall.objects.filter(returned=session, team_id=team_id)
+        .select_related("session")
+        .order_by("-created_at", "-id")[:RECORD_LIMIT]
+    )
+    return McpCalls(made=list(made), handed_out=list(handed_out))
 
 
 # --- agents --------------------------------------------------------------------------------

@@ -252,13 +252,14 @@ def _sessions_with_every_term(
         summaries = Summary.objects.all()
         prompts = LifecycleEvent.objects.filter(kind=EventKind.PROMPT)
         tails = StreamTail.objects.all()
-        for term in terms:
+        # By the term's crude stem, so that "migrate" finds "migration" here too.
+        for stem in {feature_lib.stem(term) for term in terms}:
             one = Q()
             for name in SUMMARY_SEARCH_FIELDS:
-                one |= Q(**{f"{name}__icontains": term})
+                one |= Q(**{f"{name}__icontains": stem})
             summaries = summaries.filter(one)
-            prompts = prompts.filter(facts__text__icontains=term)
-            tails = tails.filter(final_message__icontains=term)
+            prompts = prompts.filter(facts__text__icontains=stem)
+            tails = tails.filter(final_message__icontains=stem)
     found: dict[uuid.UUID, set[str]] = {}
     scan = limit * SCAN_FACTOR
     sources = (
@@ -316,8 +317,14 @@ def _newest(rows: QuerySet[Any], scan: int, limit: int) -> list[uuid.UUID]:
         return [row[0] if isinstance(row[0], uuid.UUID) else uuid.UUID(row[0]) for row in cursor]
 
 
+# Separators inside paths and names: PostgreSQL's parser keeps ``src/ledger/migrate.py`` as
+# one token, where a search for "ledger" should find it.
+_JOINERS = re.compile(r"[/\\._:=-]+")
+
+
 def _document(row: _Row) -> str:
-    return " ".join([*(row.summary.get(f) or "" for f in SUMMARY_SEARCH_FIELDS), *row.topics])
+    text = " ".join([*(row.summary.get(f) or "" for f in SUMMARY_SEARCH_FIELDS), *row.topics])
+    return _JOINERS.sub(" ", text)
 
 
 def _words_in(text: str, terms: Sequence[str]) -> set[str]:
