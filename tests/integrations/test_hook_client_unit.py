@@ -973,7 +973,7 @@ def test_install_registers_the_mcp_server_with_the_token_kept_in_one_place(home,
     assert stat.S_IMODE(claude_json.stat().st_mode) == 0o600
     assert "mcp__sessionhub__" in out.getvalue()
     # The helper Claude Code runs prints the header from the client's own config.
-    helper = subprocess.run(
+    helper = subprocess.run(  # noqa: S602 - a shell runs it, as Claude Code runs it
         entry["headersHelper"], shell=True, capture_output=True, text=True, check=True
     )
     assert json.loads(helper.stdout) == {"Authorization": f"Bearer {TOKEN}"}
