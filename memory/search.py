@@ -66,12 +66,14 @@ def _knobs() -> dict[str, Any]:
 @dataclass(frozen=True, slots=True)
 class SearchFilters:
     """What narrows a search: a project, an agent, a time range (of the session's last
-    activity)."""
+    activity), and the asking session left out."""
 
     project: str = ""
     agent: Agent | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # The session that asks: its own words are in its context already.
+    exclude: uuid.UUID | None = None
 
     def q(self, prefix: str = "") -> Q:
         """The filters on sessions, or (``prefix="session__"``) on rows of a session."""
@@ -84,6 +86,8 @@ class SearchFilters:
             found &= Q(**{f"{prefix}last_event_at__gte": self.since})
         if self.until is not None:
             found &= Q(**{f"{prefix}started_at__lte": self.until})
+        if self.exclude is not None:
+            found &= ~Q(**{f"{prefix}pk": self.exclude})
         return found
 
 

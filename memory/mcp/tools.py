@@ -174,12 +174,14 @@ def _search(ctx: Context, args: dict[str, Any]) -> Answer:
         agent=agent,
         since=_moment(args, "since", ctx.now, end_of_day=False),
         until=_moment(args, "until", ctx.now, end_of_day=True),
+        exclude=ctx.caller.session.pk if ctx.caller.session is not None else None,
     )
     limit = _integer(args, "limit", default=5, low=1, high=20)
     result = memory_search(
         team_id=ctx.team_id, query=query, filters=filters, limit=limit, now=ctx.now
     )
     data = recall.search_answer(result)
+    data.update(_caller_note(ctx))
     if not result.terms:
         data["note"] = "the query has no searchable words; name what to look for"
     elif not result.hits:
