@@ -14,8 +14,10 @@ Directives in the user's words:
   the first tool the request offers) with that path; after the tool result, a final
   answer that quotes the result's first words.
 - ``search the team's memory for <words>``: the first answer is a call of SessionHub's
-  ``sessionhub_search_memory`` tool with those words as the query; after the tool
-  result, a final answer that quotes the result's first words.
+  ``sessionhub_search_memory`` tool with those words as the query (through
+  ``tool_call`` when the gateway's Tool Search keeps plugin tools in its catalog, as
+  it does by default); after the tool result, a final answer that quotes the result's
+  first words.
 - anything else: a final answer ``ok: <the user's words>``, with reasoning before it.
 """
 
@@ -111,12 +113,19 @@ class MockModel:
             }
         search = _SEARCH.search(words)
         if search:
+            arguments = {"query": search.group(1).strip()}
+            tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+            call = {"name": "sessionhub_search_memory", "arguments": arguments}
+            if "sessionhub_search_memory" not in tools and "tool_call" in tools:
+                # OpenClaw's Tool Search (on by default): plugin tools are catalog
+                # entries, called through tool_call by name.
+                call = {
+                    "name": "tool_call",
+                    "arguments": {"id": "sessionhub_search_memory", "args": arguments},
+                }
             return {
                 "reasoning": "The team may have done this before; I search its memory.",
-                "tool": {
-                    "name": "sessionhub_search_memory",
-                    "arguments": {"query": search.group(1).strip()},
-                },
+                "tool": call,
             }
         wanted = _READ.search(words)
         if wanted:

@@ -407,15 +407,26 @@ def test_the_real_gateway_end_to_end(
     listed = json.loads(gateway.cli("plugins", "inspect", "sessionhub", "--runtime", "--json"))
     assert "sessionhub_search_memory" in json.dumps(listed)
     gateway.turn("Search the team's memory for orders dashboard index")
-    results = wait_for(
-        "the tool's result in a model request",
-        lambda: [
+
+    def tool_results() -> list[dict[str, Any]]:
+        return [
             message
             for request in _requests_with(mock_model, "sessionhub_search_memory")
             for message in request.get("messages") or []
             if message.get("role") == "tool" and str(old.pk) in json.dumps(message)
-        ],
-    )
+        ]
+
+    try:
+        results = wait_for("the tool's result in a model request", tool_results, timeout=120)
+    except AssertionError as exc:
+        last = mock_model.chats()[-3:]
+        offered = [[t.get("function", {}).get("name") for t in r.get("tools") or []] for r in last]
+        raise AssertionError(
+            f"{exc}\ntools offered: {offered}\nlast messages: "
+            f"{json.dumps([r.get('messages', [])[-3:] for r in last])[-4000:]}\n"
+            f"calls: {list(McpCall.objects.values('tool', 'is_error', 'answer'))}\n"
+            f"gateway log: {gateway.log()[-3000:]}"
+        ) from None
     assert "orders dashboard index" in json.dumps(results)
     call = McpCall.objects.get(tool="search_memory")
     assert call.session == new, "the plugin names the asking session"
