@@ -25,6 +25,8 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
+from django.utils.decorators import method_decorator
+from django.views import View
 from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions
 
@@ -70,12 +72,20 @@ def _retry_after() -> str:
     return str(settings.SESSIONHUB["RETRY_AFTER_SECONDS"])
 
 
-@csrf_exempt
-def mcp_endpoint(request: HttpRequest) -> HttpResponse:
+@method_decorator(csrf_exempt, name="dispatch")
+class McpEndpoint(View):
+    """The endpoint: POST only (a stateless server has no stream for a GET to open)."""
+
+    def post(self, request: HttpRequest) -> HttpResponse:
+        return mcp_answer(request)
+
+    def http_method_not_allowed(self, request: HttpRequest, *args: Any, **kw: Any) -> HttpResponse:
+        return _error(405, protocol.INVALID_REQUEST, "This endpoint takes POST only", Allow="POST")
+
+
+def mcp_answer(request: HttpRequest) -> HttpResponse:
     """One MCP request: authenticate, check, dispatch, answer."""
     started = time.perf_counter()
-    if request.method != "POST":
-        return _error(405, protocol.INVALID_REQUEST, "This endpoint takes POST only", Allow="POST")
     try:
         return _serve(request, started)
     except (OperationalError, InterfaceError):
