@@ -18,8 +18,9 @@ Two eras share the endpoint, told apart as the SDK's session manager tells them 
 
 Pure functions over the request's body and headers: no database, no Django. The view
 (``views.py``) authenticates, calls :func:`classify`, dispatches the method and wraps the
-answer with :func:`result_body` or :func:`error_body`. ``tests/memory/test_mcp_protocol.py``
-holds both eras against the SDK's own client.
+answer with :func:`result_body` or :func:`error_body`. ``tests/memory/test_mcp.py`` holds
+both eras request by request, ``tests/memory/test_mcp_sdk.py`` against the SDK's own
+client.
 """
 
 from __future__ import annotations

@@ -42,7 +42,8 @@ _BLOCK_PATTERNS = [
     re.compile(r"^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2}[^\]]*\]\s*", re.M),
 ]
 _READ = re.compile(r"use the read tool on (\S+)", re.I)
-_SEARCH = re.compile(r"search the team's memory for (.+)$", re.I | re.M)
+# Only words that open with it: a compaction's summary request quotes earlier turns.
+_SEARCH = re.compile(r"^search the team's memory for (.+)$", re.I)
 
 
 def text_of(content: Any) -> str:
@@ -112,11 +113,13 @@ class MockModel:
                 "text": f"The file says: {first}",
             }
         search = _SEARCH.search(words)
-        if search:
+        tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        # Only a turn offered the tool (or the catalog's tool_call) searches: a
+        # compaction's summary request quotes the directive but offers no tools.
+        if search and {"sessionhub_search_memory", "tool_call"} & set(tools):
             arguments = {"query": search.group(1).strip()}
-            tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
             call = {"name": "sessionhub_search_memory", "arguments": arguments}
-            if "sessionhub_search_memory" not in tools and "tool_call" in tools:
+            if "sessionhub_search_memory" not in tools:
                 # OpenClaw's Tool Search (on by default): plugin tools are catalog
                 # entries, called through tool_call by name.
                 call = {
