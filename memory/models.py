@@ -55,7 +55,14 @@ class Pin(models.Model):
                 name="pin_unique_active_label",
             )
         ]
-        indexes: ClassVar = [models.Index(fields=["agent", "unpinned_at"], name="pin_agent_active")]
+        indexes: ClassVar = [
+            models.Index(fields=["agent", "unpinned_at"], name="pin_agent_active"),
+            # A team's active pins (the MCP search reads them): a few per agent among
+            # the team's every pin ever made.
+            models.Index(
+                fields=["team"], name="pin_team_active", condition=Q(unpinned_at__isnull=True)
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.label
