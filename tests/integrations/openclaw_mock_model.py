@@ -42,8 +42,7 @@ _BLOCK_PATTERNS = [
     re.compile(r"^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2}[^\]]*\]\s*", re.M),
 ]
 _READ = re.compile(r"use the read tool on (\S+)", re.I)
-# Only words that open with it: a compaction's summary request quotes earlier turns.
-_SEARCH = re.compile(r"^search the team's memory for (.+)$", re.I)
+_SEARCH = re.compile(r"search the team's memory for (.+)$", re.I | re.M)
 
 
 def text_of(content: Any) -> str:
