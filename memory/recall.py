@@ -60,21 +60,22 @@ class Caller:
         return self.session.agent if self.session is not None else None
 
 
-def caller_find(*, token: ApiToken, source: str = "", session_id: str = "") -> Caller:
-    """The calling session: the one the client names (``source`` and the gateway's session
-    id), else the open session of this token's gateway that was active last."""
-    if session_id and source in Source.values:
-        named = (
-            Session.objects.filter(
-                team_id=token.team_id, source=source, external_id=as_key(session_id)
-            )
-            .select_related("agent")
-            .first()
-        )
-        if named is not None:
-            return Caller(named, exact=True)
+def caller_named(*, token: ApiToken, source: str, session_id: str) -> Session | None:
+    """The session a client names as the caller (``source`` and the gateway's session
+    id), within the token's team."""
+    if not session_id or source not in Source.values:
+        return None
+    return (
+        Session.objects.filter(team_id=token.team_id, source=source, external_id=as_key(session_id))
+        .select_related("agent")
+        .first()
+    )
+
+
+def caller_guess(token: ApiToken) -> Session | None:
+    """The open session of this token's gateway that was active last."""
     gateway = token.gateway_name
-    guess = (
+    return (
         Session.objects.filter(team_id=token.team_id, status__in=OPEN_STATUSES)
         .filter(
             Q(agent__external_id__startswith=f"{gateway}:")
@@ -84,7 +85,6 @@ def caller_find(*, token: ApiToken, source: str = "", session_id: str = "") -> C
         .order_by("-last_event_at")
         .first()
     )
-    return Caller(guess, exact=False)
 
 
 def session_named(team_id: int, value: str) -> Session | None:

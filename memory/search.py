@@ -264,61 +264,63 @@ def _sessions_with_every_term(
             summaries = summaries.filter(one)
             prompts = prompts.filter(facts__text__icontains=stem)
             tails = tails.filter(final_message__icontains=stem)
-    found: dict[uuid.UUID, set[str]] = {}
     scan = limit * SCAN_FACTOR
     sources = (
         ("summary", summaries, "updated_at"),
         ("prompt", prompts, "occurred_at"),
         ("final_message", tails, "captured_at"),
     )
-    with _index_scans():
-        for source, rows, moment in sources:
-            matching = rows.filter(within, team_id=team_id).annotate(active=F(moment))
-            for pk in _newest(matching, scan, limit):
-                found.setdefault(pk, set()).add(source)
+    parts = []
+    for source, rows, moment in sources:
+        matching = rows.filter(within, team_id=team_id).annotate(active=F(moment))
+        sql, params = matching.values_list("session_id", "active")[:scan].query.sql_with_params()
+        # The newest of the rows read: a word most sessions hold matches tens of thousands
+        # of rows, and ordering them all before the limit read every one (on 100,000
+        # sessions, about 90 ms for one common word). A match set larger than ``scan``
+        # gives some of its sessions, not its newest; the newest sessions are looked at
+        # anyway (``SEARCH_RECENT``).
+        n = len(parts)
+        parts.append(
+            (
+                f"SELECT session_id, source FROM (SELECT session_id, %s AS source "  # noqa: S608 - the ORM's own SQL
+                f"FROM ({sql}) AS found ORDER BY active DESC NULLS LAST LIMIT %s) AS part{n}",
+                [source, *params, limit],
+            )
+        )
+    found: dict[uuid.UUID, set[str]] = {}
+    with _index_scans(), connection.cursor() as cursor:
+        cursor.execute(
+            " UNION ALL ".join(sql for sql, _ in parts),
+            [param for _, params in parts for param in params],
+        )
+        for pk, source in cursor.fetchall():
+            found.setdefault(pk if isinstance(pk, uuid.UUID) else uuid.UUID(pk), set()).add(source)
     return found
 
 
 @contextmanager
 def _index_scans() -> Iterator[None]:
-    """On PostgreSQL, the statements inside read the full-text indexes.
+    """On PostgreSQL, the statement inside reads the full-text indexes.
 
     With a limit and a common word the planner walks the table (or its team index) and
     computes each row's text vector until enough rows match, taking that for cheap (on
     100,000 sessions, 200 to 460 ms for one common word), where a bitmap of the full-text
-    index answers in about 5 ms whatever the word.
+    index answers in about 5 ms whatever the word. The settings end with the transaction;
+    inside a caller's transaction they are set back at once.
     """
     if connection.vendor != "postgresql":
         yield
         return
+    nested = connection.in_atomic_block
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
         try:
             yield
         finally:
-            cursor.execute(
-                "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
-            )
-
-
-def _newest(rows: QuerySet[Any], scan: int, limit: int) -> list[uuid.UUID]:
-    """The sessions of the first ``scan`` rows found, newest first, at most ``limit``.
-
-    A word most sessions hold matches tens of thousands of rows, and ordering them all
-    before the limit read every one (on 100,000 sessions, about 90 ms for one common
-    word): the rows are read only up to ``scan`` in the index's order, and those ordered.
-    Then a match set larger than ``scan`` gives some of its sessions, not its newest; the
-    newest sessions are looked at anyway (``SEARCH_RECENT``).
-    """
-    inner = rows.values_list("session_id", "active")[:scan]
-    sql, params = inner.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(
-            f"SELECT session_id FROM ({sql}) AS found "  # noqa: S608 - the ORM's own SQL
-            "ORDER BY active DESC NULLS LAST LIMIT %s",
-            [*params, limit],
-        )
-        return [row[0] if isinstance(row[0], uuid.UUID) else uuid.UUID(row[0]) for row in cursor]
+            if nested:
+                cursor.execute(
+                    "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
+                )
 
 
 # Separators inside paths and names: PostgreSQL's parser keeps ``src/ledger/migrate.py`` as

@@ -8,16 +8,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
-
 from lifecycle.models import Session
 from sessionhub.models import ApiToken
 from sessionhub.text.redaction import RULES_VERSION, redact_value
 
 from ..models import McpCall
+from ..statements import mcp_call_insert
 
 
-@transaction.atomic
 def mcp_call_record(
     *,
     token: ApiToken,
@@ -33,8 +31,9 @@ def mcp_call_record(
     duration_ms: float,
     created_at: datetime,
 ) -> McpCall:
-    """Store one tool call (two statements: the record, then the sessions it returned)."""
-    record = McpCall.objects.create(
+    """Store one tool call with the sessions its answer named (one statement on
+    PostgreSQL)."""
+    record = McpCall(
         team_id=token.team_id,
         session=session,
         token=token,
@@ -51,10 +50,7 @@ def mcp_call_record(
         created_at=created_at,
         redaction_version=RULES_VERSION,
     )
-    through = McpCall.returned.through
-    rows = [through(mcpcall_id=record.pk, session_id=pk) for pk in dict.fromkeys(returned)]
-    if rows:
-        through.objects.bulk_create(rows)
+    mcp_call_insert(record, list(dict.fromkeys(returned)))
     return record
 
 

@@ -29,15 +29,25 @@ class ToolError(Exception):
 
 @dataclass
 class Context:
-    """Who calls: the token (and its team), and the calling session when known."""
+    """Who calls: the token (and its team), and the session the client named as the
+    caller; ``caller`` falls back to a guess, looked up only when a tool asks for it."""
 
     token: ApiToken
     now: datetime
-    caller: recall.Caller
+    named: Session | None = None
+    _guess: list[Session | None] = field(default_factory=list)
 
     @property
     def team_id(self) -> int:
         return self.token.team_id
+
+    @property
+    def caller(self) -> recall.Caller:
+        if self.named is not None:
+            return recall.Caller(self.named, exact=True)
+        if not self._guess:
+            self._guess.append(recall.caller_guess(self.token))
+        return recall.Caller(self._guess[0], exact=False)
 
 
 @dataclass

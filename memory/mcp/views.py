@@ -222,7 +222,7 @@ def _call(
     meta = params.get("_meta")
     tool_use_id = meta.get(TOOL_USE_ID_KEY) if isinstance(meta, dict) else None
     tool_use_id = tool_use_id if isinstance(tool_use_id, str) else ""
-    caller = recall.caller_find(
+    named = recall.caller_named(
         token=token,
         source=request.headers.get("X-SessionHub-Source", ""),
         session_id=request.headers.get("X-SessionHub-Session", "")[:200],
@@ -237,7 +237,7 @@ def _call(
         text = f"This token lacks the scope {name} needs ({', '.join(tool.scopes)})"
     else:
         try:
-            answer = tool.run(Context(token=token, now=now, caller=caller), arguments)
+            answer = tool.run(Context(token=token, now=now, named=named), arguments)
         except ToolError as exc:
             text = f"{name}: {exc}"
         else:
@@ -246,7 +246,7 @@ def _call(
     client = exchange.client or request.headers.get("User-Agent", "")
     mcp_call_record(
         token=token,
-        session=caller.session if caller.exact else None,
+        session=named,
         client=client,
         tool=name,
         arguments=arguments,
