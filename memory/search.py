@@ -270,7 +270,7 @@ def _sessions_with_every_term(
         ("prompt", prompts, "occurred_at"),
         ("final_message", tails, "captured_at"),
     )
-    parts = []
+    parts: list[tuple[str, list[Any]]] = []
     for source, rows, moment in sources:
         matching = rows.filter(within, team_id=team_id).annotate(active=F(moment))
         sql, params = matching.values_list("session_id", "active")[:scan].query.sql_with_params()
