@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 from django.conf import settings
-from django.db import DatabaseError, InterfaceError, OperationalError
+from django.db import DatabaseError, DataError, InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 from django.utils.decorators import method_decorator
@@ -104,6 +104,9 @@ def mcp_answer(request: HttpRequest) -> HttpResponse:
             "SessionHub could not answer; retry later",
             Retry_After=_retry_after(),
         )
+    except Exception:
+        logger.exception("MCP request failed")
+        return _error(200, protocol.INTERNAL_ERROR, "Internal error")
 
 
 def _authenticate(request: HttpRequest) -> ApiToken | HttpResponse:
@@ -240,6 +243,15 @@ def _call(
             answer = tool.run(Context(token=token, now=now, named=named), arguments)
         except ToolError as exc:
             text = f"{name}: {exc}"
+        except DataError:
+            # A value the database cannot compare (a NUL, an offset out of range).
+            text = f"{name}: a value in the arguments is out of range"
+        except (OperationalError, InterfaceError):
+            raise  # the database is away: 503, nothing recorded
+        except Exception:
+            logger.exception("MCP tool %s failed", name)
+            answer = Answer({})
+            text = f"{name}: SessionHub could not answer this call (the error is logged)"
         else:
             is_error = False
             text = _fit(answer.data)

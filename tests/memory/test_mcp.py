@@ -4,6 +4,7 @@ of every call, and another team's rows never seen."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Callable
 from datetime import timedelta
@@ -541,3 +542,49 @@ def test_a_tool_use_links_its_call_to_the_session(api: Any, team: Team) -> None:
     session_process(str(session.pk))
     record.refresh_from_db()
     assert record.session == session
+
+
+# --- never a 500 --------------------------------------------------------------------------------
+
+
+def test_a_failing_tool_is_a_tool_error_and_recorded(
+    mcp: Mcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory.mcp import tools
+
+    def broken(ctx: Any, args: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setitem(
+        tools.TOOLS, "list_pins", dataclasses.replace(tools.TOOLS["list_pins"], run=broken)
+    )
+    result = mcp.call("list_pins", agent="x")
+    assert result["isError"] and "could not answer" in result["content"][0]["text"]
+    assert McpCall.objects.get().is_error
+
+
+def test_the_database_away_is_a_503_with_retry_after(
+    mcp: Mcp, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from django.db import OperationalError
+
+    from memory.mcp import views
+
+    def away(*args: Any, **kw: Any) -> Any:
+        raise OperationalError("connection refused")
+
+    monkeypatch.setattr(views, "_serve", away)
+    response = mcp.request("tools/list")
+    assert response.status_code == 503 and response["Retry-After"]
+    assert response.json()["error"]["code"] == -32050
+
+
+def test_a_token_past_its_rate_limit_is_a_429(mcp: Mcp, settings: Any) -> None:
+    settings.REST_FRAMEWORK = {
+        **settings.REST_FRAMEWORK,
+        "DEFAULT_THROTTLE_RATES": {"token": "2/min"},
+    }
+    statuses = [mcp.request("tools/list").status_code for _ in range(4)]
+    assert statuses[:2] == [200, 200] and statuses[-1] == 429
+    limited = mcp.request("tools/list")
+    assert limited["Retry-After"] and limited.json()["error"]["code"] == -32029
