@@ -588,3 +588,41 @@ def test_a_token_past_its_rate_limit_is_a_429(mcp: Mcp, settings: Any) -> None:
     assert statuses[:2] == [200, 200] and statuses[-1] == 429
     limited = mcp.request("tools/list")
     assert limited["Retry-After"] and limited.json()["error"]["code"] == -32029
+
+
+def test_answers_hold_what_was_stored_redacted_never_a_secret(mcp: Mcp, api: Any) -> None:
+    """Secrets in a session's prompt, tool input and final message are redacted when
+    stored; what the tools hand out is what was stored."""
+    from memory.pipeline import session_process
+
+    github = "ghp_" + "R8x2Kq9Lm4Np7Vb3Cz6Hf1Jw5Td0Ys2Ug8Ae"
+    aws = "AKIAYS7BUZSBKMUIV3NR"
+    base = {"agent_id": "ops", "session_id": "leaky"}
+    events = [
+        {**base, "event_id": "l1", "kind": "session_start"},
+        {**base, "event_id": "l2", "kind": "prompt", "text": f"Rotate the deploy key {aws}"},
+        {
+            **base,
+            "event_id": "l3",
+            "kind": "tool_use",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"gh auth login --with-token {github}"},
+        },
+        {**base, "event_id": "l4", "kind": "turn_end", "final_message": f"Rotated; {github}"},
+        {**base, "event_id": "l5", "kind": "session_end", "reason": "new"},
+    ]
+    assert api.post("/api/v1/events", events, format="json").status_code == 200
+    session = Session.objects.get(external_id="leaky")
+    session_process(str(session.pk))
+    answers = [
+        mcp.call("search_memory", query="rotate deploy key"),
+        mcp.call("get_session", session_id=str(session.pk)),
+        mcp.call("get_timeline", session_id=str(session.pk)),
+        mcp.call("recent_sessions", project=session.project or "ops"),
+    ]
+    assert str(session.pk) in answers[0]["content"][0]["text"]
+    for answer in answers:
+        text = answer["content"][0]["text"]
+        assert github not in text and aws not in text, text
+    for record in McpCall.objects.all():
+        assert github not in record.answer and aws not in record.answer
