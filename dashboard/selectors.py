@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, Prefetch, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -362,31 +362,51 @@ def continuity_records(session: Session) -> list[RecordView]:
 
 
 @dataclass
+class McpCallView:
+    """An MCP call the session made, with the sessions its answer named."""
+
+    call: McpCall
+    returned: list[Session]
+
+
+@dataclass
 class McpCalls:
     """The MCP calls a session made, and the ones whose answers named it."""
 
-    made: list[McpCall]
+    made: list[McpCallView]
     handed_out: list[McpCall]
 
 
 def mcp_calls(session: Session) -> McpCalls:
-    """The session's MCP record, newest first, ``RECORD_LIMIT`` of each (three queries)."""
+    """The session's MCP record, newest first, ``RECORD_LIMIT`` of each (two queries: the
+    calls of both kinds, then the sessions named by the ones it made)."""
     team_id = session.team_id
-    returned = Prefetch(
-        "returned",
-        queryset=Session.objects.filter(team_id=team_id).only("id", "external_id", "team_id"),
-    )
     made = (
         McpCall.objects.filter(session=session, team_id=team_id)
-        .prefetch_related(returned)
-        .order_by("-created_at", "-id")[:RECORD_LIMIT]
+        .annotate(made=Value(True))
+        .order_by()
     )
-    handed_out = (
+    named = (
         McpCall.objects.filter(returned=session, team_id=team_id)
-        .select_related("session")
-        .order_by("-created_at", "-id")[:RECORD_LIMIT]
+        .annotate(made=Value(False))
+        .order_by()
     )
-    return McpCalls(made=list(made), handed_out=list(handed_out))
+    # The calls it made first: a session named by very many calls still shows its own.
+    rows = list(
+        made.union(named, all=True).order_by("-made", "-created_at", "-id")[: 2 * RECORD_LIMIT]
+    )
+    mine = [c for c in rows if c.made][:RECORD_LIMIT]
+    returned: dict[int, list[Session]] = {c.pk: [] for c in mine}
+    if mine:
+        through = McpCall.returned.through
+        for link in through.objects.filter(
+            mcpcall_id__in=returned, session__team_id=team_id
+        ).select_related("session"):
+            returned[link.mcpcall_id].append(link.session)
+    return McpCalls(
+        made=[McpCallView(c, returned[c.pk]) for c in mine],
+        handed_out=[c for c in rows if not c.made][:RECORD_LIMIT],
+    )
 
 
 # --- agents --------------------------------------------------------------------------------

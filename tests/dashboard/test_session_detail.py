@@ -192,8 +192,8 @@ def test_mcp_calls_show_on_the_page_of_the_session_that_asked_and_of_those_it_na
         created_at=timezone.now(),
     )
     body, d = page(member_client, asking)
-    [call] = d.mcp.made
-    assert call.tool == "get_session" and list(call.returned.all()) == [named]
+    [view] = d.mcp.made
+    assert view.call.tool == "get_session" and view.returned == [named]
     assert "Asked from this session" in body and "claude-code 2.1.330" in body
     assert "named-one" in body and f"token:{token.prefix}" in body
     body, d = page(member_client, named)
