@@ -392,10 +392,10 @@ def mcp_calls(session: Session) -> McpCalls:
         .order_by()
     )
     # The calls it made first: a session named by very many calls still shows its own.
-    rows = list(
+    rows: list[McpCall] = list(
         made.union(named, all=True).order_by("-made", "-created_at", "-id")[: 2 * RECORD_LIMIT]
     )
-    mine = [c for c in rows if c.made][:RECORD_LIMIT]
+    mine = [c for c in rows if getattr(c, "made", False)][:RECORD_LIMIT]
     returned: dict[int, list[Session]] = {c.pk: [] for c in mine}
     if mine:
         through = McpCall.returned.through
@@ -405,7 +405,7 @@ def mcp_calls(session: Session) -> McpCalls:
             returned[link.mcpcall_id].append(link.session)
     return McpCalls(
         made=[McpCallView(c, returned[c.pk]) for c in mine],
-        handed_out=[c for c in rows if not c.made][:RECORD_LIMIT],
+        handed_out=[c for c in rows if not getattr(c, "made", False)][:RECORD_LIMIT],
     )
 
 
