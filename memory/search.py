@@ -11,14 +11,15 @@ continuity's (1 for a session that just ended, 0 a week later), ``w`` =
 
 Which sessions are looked at, whatever the number of sessions a team has:
 
-* every session, however old, whose summary, prompts or final message hold *all* the
-  terms: the full-text indexes the dashboard's search reads (on PostgreSQL,
-  ``dashboard/migrations/0001_search_indexes.py``; elsewhere a plain scan), newest first,
-  up to ``SEARCH_MATCHES`` from each;
 * the team's newest ``SEARCH_RECENT`` sessions (within the filters), whatever words they
   hold: a partial match among them is found without asking the index for every session
   holding a common word (on 100,000 sessions that alone took longer than the answer's
-  whole budget).
+  whole budget);
+* unless those already give ``limit`` sessions holding every term, every session however
+  old whose summary, prompts or final message hold *all* the terms: the full-text
+  indexes the dashboard's search reads (on PostgreSQL,
+  ``dashboard/migrations/0001_search_indexes.py``; elsewhere a plain scan), newest first,
+  up to ``SEARCH_MATCHES`` from each.
 
 An old session that holds only some of the terms is not found; a query of fewer, rarer
 words finds it.
@@ -130,15 +131,20 @@ def memory_search(
     if not terms:
         return SearchResult(terms=[], hits=[], looked_at=0)
     knobs = _knobs()
-    full = _sessions_with_every_term(team_id, terms, filters, knobs["SEARCH_MATCHES"])
     recent = Session.objects.filter(filters.q(), team_id=team_id).order_by("-started_at", "-id")
     rows = _rows(recent[: knobs["SEARCH_RECENT"]])
-    older = [pk for pk in full if pk not in rows]
-    if older:
-        rows.update(_rows(Session.objects.filter(team_id=team_id, pk__in=older)))
-    documents = {pk: _document(row) for pk, row in rows.items()}
-    topics = {pk: row.topics for pk, row in rows.items()}
-    matched = relevance_lib.terms_matched(documents, terms, topics)
+    matched = _matched(rows, terms)
+    full: dict[uuid.UUID, set[str]] = {}
+    # The indexes are asked for older sessions holding every term unless the newest
+    # sessions already give a full answer of such sessions: an older one would rank below
+    # each of them (as relevant, less recent).
+    if sum(1 for found in matched.values() if len(found) == len(terms)) < limit:
+        full = _sessions_with_every_term(team_id, terms, filters, knobs["SEARCH_MATCHES"])
+        older = [pk for pk in full if pk not in rows]
+        if older:
+            added = _rows(Session.objects.filter(team_id=team_id, pk__in=older))
+            rows.update(added)
+            matched.update(_matched(added, terms))
     where: dict[uuid.UUID, set[str]] = {pk: set() for pk in rows}
     for pk, found in matched.items():
         if found:
@@ -188,6 +194,12 @@ def memory_search(
     shown = {h.session.pk for h in hits}
     loose = [p for p in pins if p.origin_session_id not in shown]
     return SearchResult(terms=terms, hits=hits, looked_at=len(rows), pins=loose[:limit])
+
+
+def _matched(rows: dict[uuid.UUID, _Row], terms: list[str]) -> dict[uuid.UUID, set[str]]:
+    """The terms each session's summary and hot topics hold."""
+    documents = {pk: _document(row) for pk, row in rows.items()}
+    return relevance_lib.terms_matched(documents, terms, {pk: r.topics for pk, r in rows.items()})
 
 
 @dataclass(frozen=True, slots=True)

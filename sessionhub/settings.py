@@ -363,7 +363,7 @@ SESSIONHUB = {
         # read from each full-text index (newest first); and the team's newest sessions
         # read whatever their words.
         "SEARCH_MATCHES": env.int("SESSIONHUB_MCP_SEARCH_MATCHES", default=100),
-        "SEARCH_RECENT": env.int("SESSIONHUB_MCP_SEARCH_RECENT", default=200),
+        "SEARCH_RECENT": env.int("SESSIONHUB_MCP_SEARCH_RECENT", default=100),
         # How much recency lifts a search hit: score = relevance * (1 - w + w * recency).
         "SEARCH_RECENCY_WEIGHT": env.float("SESSIONHUB_MCP_SEARCH_RECENCY_WEIGHT", default=0.3),
         # The longest answer handed to an agent (about four characters a token).
