@@ -248,6 +248,20 @@ def _sessions_with_every_term(
 ) -> dict[uuid.UUID, set[str]]:
     """Sessions (within the filters) whose summary, prompts or final message hold every
     term, newest first, at most ``limit`` from each, with where the terms were found."""
+    sql, params = every_term_statement(team_id, terms, filters, limit)
+    found: dict[uuid.UUID, set[str]] = {}
+    with index_scans(), connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        for pk, source in cursor.fetchall():
+            found.setdefault(pk if isinstance(pk, uuid.UUID) else uuid.UUID(pk), set()).add(source)
+    return found
+
+
+def every_term_statement(
+    team_id: int, terms: Sequence[str], filters: SearchFilters, limit: int
+) -> tuple[str, list[Any]]:
+    """The statement of ``_sessions_with_every_term``: one SELECT per source, together
+    (``tests/memory/test_mcp_search.py`` holds it to the three full-text indexes)."""
     within = filters.q("session__")
     text = " ".join(terms)
     summaries: QuerySet[Any]
@@ -284,7 +298,8 @@ def _sessions_with_every_term(
     )
     parts: list[tuple[str, list[Any]]] = []
     for source, rows, moment in sources:
-        matching = rows.filter(within, team_id=team_id).annotate(active=F(moment))
+        # No ordering of the rows read (the models' default ones would sort every match).
+        matching = rows.filter(within, team_id=team_id).annotate(active=F(moment)).order_by()
         sql, params = matching.values_list("session_id", "active")[:scan].query.sql_with_params()
         # The newest of the rows read: a word most sessions hold matches tens of thousands
         # of rows, and ordering them all before the limit read every one (on 100,000
@@ -299,19 +314,14 @@ def _sessions_with_every_term(
                 [source, *params, limit],
             )
         )
-    found: dict[uuid.UUID, set[str]] = {}
-    with _index_scans(), connection.cursor() as cursor:
-        cursor.execute(
-            " UNION ALL ".join(sql for sql, _ in parts),
-            [param for _, params in parts for param in params],
-        )
-        for pk, source in cursor.fetchall():
-            found.setdefault(pk if isinstance(pk, uuid.UUID) else uuid.UUID(pk), set()).add(source)
-    return found
+    return (
+        " UNION ALL ".join(sql for sql, _ in parts),
+        [param for _, params in parts for param in params],
+    )
 
 
 @contextmanager
-def _index_scans() -> Iterator[None]:
+def index_scans() -> Iterator[None]:
     """On PostgreSQL, the statement inside reads the full-text indexes.
 
     With a limit and a common word the planner walks the table (or its team index) and
