@@ -131,7 +131,8 @@ def memory_search(
     if not terms:
         return SearchResult(terms=[], hits=[], looked_at=0)
     knobs = _knobs()
-    recent = Session.objects.filter(filters.q(), team_id=team_id).order_by("-started_at", "-id")
+    # In the (team, -started_at) index's own order: a tie-break would read every tied row.
+    recent = Session.objects.filter(filters.q(), team_id=team_id).order_by("-started_at")
     rows = _rows(recent[: knobs["SEARCH_RECENT"]])
     matched = _matched(rows, terms)
     full: dict[uuid.UUID, set[str]] = {}
