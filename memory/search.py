@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchVector
-from django.db import connection, transaction
+from django.db import connection
 from django.db.models import F, Q, QuerySet, TextField
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
@@ -251,10 +250,8 @@ def _sessions_with_every_term(
     term, newest first, at most ``limit`` from each, with where the terms were found."""
     sql, params = every_term_statement(team_id, terms, filters, limit)
     found: dict[uuid.UUID, set[str]] = {}
-    with index_scans(), connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        for pk, source in cursor.fetchall():
-            found.setdefault(pk if isinstance(pk, uuid.UUID) else uuid.UUID(pk), set()).add(source)
+    for pk, source in with_index_scans(sql, params):
+        found.setdefault(pk if isinstance(pk, uuid.UUID) else uuid.UUID(pk), set()).add(source)
     return found
 
 
@@ -321,29 +318,30 @@ def every_term_statement(
     )
 
 
-@contextmanager
-def index_scans() -> Iterator[None]:
-    """On PostgreSQL, the statement inside reads the full-text indexes.
+_SCANS_OFF = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
+_SCANS_BACK = "; SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
+
+
+def with_index_scans(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
+    """The rows of a statement planned, on PostgreSQL, to read the full-text indexes.
 
     With a limit and a common word the planner walks the table (or its team index) and
     computes each row's text vector until enough rows match, taking that for cheap (on
     100,000 sessions, 200 to 460 ms for one common word), where a bitmap of the full-text
-    index answers in about 5 ms whatever the word. The settings end with the transaction;
-    inside a caller's transaction they are set back at once.
+    index answers in about 5 ms whatever the word. The settings go with the statement in
+    one round trip: several statements in one query run as one transaction of their own
+    (or within the caller's), which the settings end with; the last two set them back
+    for a caller's transaction, and an error rolls them back.
     """
-    if connection.vendor != "postgresql":
-        yield
-        return
-    nested = connection.in_atomic_block
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off")
-        try:
-            yield
-        finally:
-            if nested:
-                cursor.execute(
-                    "SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
-                )
+    with connection.cursor() as cursor:
+        if connection.vendor != "postgresql":
+            cursor.execute(sql, params)
+            return list(cursor.fetchall())
+        cursor.execute(_SCANS_OFF + sql + _SCANS_BACK, params)
+        raw = cursor.cursor
+        while raw.description is None and raw.nextset():
+            pass
+        return list(raw.fetchall())
 
 
 # Separators inside paths and names: PostgreSQL's parser keeps ``src/ledger/migrate.py`` as

@@ -108,7 +108,7 @@ def test_the_every_term_statement_reads_the_three_full_text_indexes(team: Team) 
 
     from lifecycle.models import EventKind, LifecycleEvent, Session
     from memory.models import StreamTail, Summary
-    from memory.search import every_term_statement, index_scans
+    from memory.search import every_term_statement, with_index_scans
 
     if connection.vendor != "postgresql":
         pytest.skip("the full-text indexes are PostgreSQL's; elsewhere the search scans")
@@ -140,14 +140,28 @@ def test_the_every_term_statement_reads_the_three_full_text_indexes(team: Team) 
         if e.kind == EventKind.TURN_END
     )
     sql, params = every_term_statement(team.pk, ["zeppelin", "airship"], SearchFilters(), 10)
-    with index_scans(), connection.cursor() as cursor:
+    with connection.cursor() as cursor:
         cursor.execute(
             "ANALYZE memory_summary, lifecycle_lifecycleevent, memory_streamtail, lifecycle_session"
         )
-        cursor.execute(f"EXPLAIN {sql}", params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
+    plan = "\n".join(row[0] for row in with_index_scans(f"EXPLAIN {sql}", params))
     for index in ("dashboard_fts_summary", "dashboard_fts_prompt", "dashboard_fts_tail"):
         assert index in plan, plan
     # Each source's matches are read up to the scan's limit, then ordered: no sort below
     # the inner limit.
     assert "occurred_at, " not in plan and "captured_at DESC, " not in plan, plan
+
+
+def test_the_index_settings_end_with_the_statement(team: Team) -> None:
+    from django.db import connection
+
+    from memory.search import with_index_scans
+
+    assert with_index_scans("SELECT %s", [7]) == [(7,)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT current_setting('enable_seqscan')"
+            if connection.vendor == "postgresql"
+            else "SELECT 'on'"
+        )
+        assert cursor.fetchone()[0] == "on"
