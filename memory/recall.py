@@ -137,7 +137,12 @@ def search_answer(result: SearchResult) -> dict[str, Any]:
         "sessions_looked_at": result.looked_at,
         "hits": [
             {
-                **_session_line(hit.session),
+                "session_id": str(hit.line.pk),
+                "agent": hit.line.agent,
+                "project": hit.line.project,
+                "status": hit.line.status,
+                "started_at": when(hit.line.started_at),
+                "ended_at": when(hit.line.ended_at),
                 "score": round(hit.score, 3),
                 "matched": hit.matched,
                 "found_in": hit.where,

@@ -104,7 +104,7 @@ def project_q(project: str, prefix: str = "") -> Q:
 class Hit:
     """One session found, why, and the words that show it."""
 
-    session: Session
+    line: SessionLine
     score: float
     relevance: float
     recency: float
@@ -174,12 +174,9 @@ def memory_search(
         ranked.append((score, active.timestamp() if active else 0.0, pk, fresh))
     ranked.sort(key=lambda r: (-r[0], -r[1]))
     top = ranked[:limit]
-    by_pk = {
-        s.pk: s for s in Session.objects.filter(pk__in=[r[2] for r in top]).select_related("agent")
-    }
     hits = [
         Hit(
-            session=by_pk[pk],
+            line=rows[pk].line,
             score=score,
             relevance=weights[pk],
             recency=fresh,
@@ -188,10 +185,9 @@ def memory_search(
             pins=[p for p in pins if p.origin_session_id == pk],
         )
         for score, _, pk, fresh in top
-        if pk in by_pk
     ]
     _snippets(hits, rows, terms)
-    shown = {h.session.pk for h in hits}
+    shown = {h.line.pk for h in hits}
     loose = [p for p in pins if p.origin_session_id not in shown]
     return SearchResult(terms=terms, hits=hits, looked_at=len(rows), pins=loose[:limit])
 
@@ -203,39 +199,80 @@ def _matched(rows: dict[uuid.UUID, _Row], terms: list[str]) -> dict[uuid.UUID, s
 
 
 @dataclass(frozen=True, slots=True)
+class SessionLine:
+    """A session as a search answer names it."""
+
+    pk: uuid.UUID
+    agent: str
+    project: str
+    status: str
+    started_at: datetime | None
+    ended_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class _Row:
     """What the search reads of a session: when it was last active, its summary, its hot
-    topics."""
+    topics, and its line in the answer."""
 
     active: datetime | None
     summary: dict[str, str]
     topics: set[str]
+    line: SessionLine
+
+
+def _when(value: Any) -> datetime | None:
+    return _EPOCH + timedelta(microseconds=value) if type(value) is int else value
 
 
 def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
-    """Each session's last activity (its end, else its last event, else its start), summary
-    and hot topics, in one query (on PostgreSQL the time as microseconds and the topics as
-    text: a timestamp or a JSON value costs Python a parse each, the topics' parse is
-    cached)."""
-    moment: Any = Coalesce("ended_at", "last_event_at", "started_at")
+    """Each session's last activity (its end, else its last event, else its start), summary,
+    hot topics and what the answer shows of it, in one query (on PostgreSQL times as
+    microseconds and the topics as text: a timestamp or a JSON value costs Python a parse
+    each, the topics' parse is cached)."""
+    times: list[Any] = [
+        Coalesce("ended_at", "last_event_at", "started_at"),
+        "started_at",
+        "ended_at",
+    ]
     topics: Any = "features__hot_topics"
     if connection.vendor == "postgresql":
-        moment, topics = _EpochMicroseconds(moment), Cast(topics, output_field=TextField())
+        times = [_EpochMicroseconds(t) for t in times]
+        topics = Cast(topics, output_field=TextField())
     found: dict[uuid.UUID, _Row] = {}
     columns = [f"summary__{name}" for name in SUMMARY_SEARCH_FIELDS]
-    for pk, active, hot, has_summary, *sections in sessions.values_list(
-        "pk", moment, topics, "summary__id", *columns
+    for (
+        pk,
+        active,
+        started,
+        ended,
+        agent,
+        agent_id,
+        project,
+        status,
+        hot,
+        summary_id,
+        *texts,
+    ) in sessions.values_list(
+        "pk",
+        *times,
+        "agent__name",
+        "agent__external_id",
+        "project",
+        "status",
+        topics,
+        "summary__id",
+        *columns,
     ):
-        if type(active) is int:
-            active = _EPOCH + timedelta(microseconds=active)
         if isinstance(hot, str):
             hot = _topics(hot)[1]
         found[pk] = _Row(
-            active=active,
-            summary=dict(zip(SUMMARY_SEARCH_FIELDS, sections, strict=True))
-            if has_summary is not None
+            active=_when(active),
+            summary=dict(zip(SUMMARY_SEARCH_FIELDS, texts, strict=True))
+            if summary_id is not None
             else {},
             topics=set(hot) if hot else set(),
+            line=SessionLine(pk, agent or agent_id, project, status, _when(started), _when(ended)),
         )
     return found
 
@@ -396,7 +433,7 @@ def _snippets(hits: list[Hit], rows: dict[uuid.UUID, _Row], terms: list[str]) ->
     query for all hits), its pins, else its summary's request."""
     if not hits:
         return
-    pks = [h.session.pk for h in hits]
+    pks = [h.line.pk for h in hits]
     used = Q()
     for term in terms:
         used |= Q(input_digest__icontains=term) | Q(tool_name__icontains=term)
@@ -408,11 +445,11 @@ def _snippets(hits: list[Hit], rows: dict[uuid.UUID, _Row], terms: list[str]) ->
     ):
         tools.setdefault(pk, []).append(f"{name} {digest}")
     for hit in hits:
-        row = rows.get(hit.session.pk)
+        row = rows.get(hit.line.pk)
         summary = row.summary if row is not None else {}
         candidates = [
             (_best_sentence([summary.get(f) or "" for f in SUMMARY_SEARCH_FIELDS], terms), ""),
-            (_best_sentence(tools.get(hit.session.pk, []), terms), "observation"),
+            (_best_sentence(tools.get(hit.line.pk, []), terms), "observation"),
             (_best_sentence([f"{p.label}: {p.content}" for p in hit.pins], terms), "pin"),
         ]
         (count, sentence), source = max(candidates, key=lambda c: c[0][0])

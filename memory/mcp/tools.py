@@ -197,7 +197,7 @@ def _search(ctx: Context, args: dict[str, Any]) -> Answer:
     elif not result.hits:
         data["note"] = "nothing found; try fewer or other words, or a wider time range"
     pins = [p for hit in result.hits for p in hit.pins] + result.pins
-    return Answer(data, [h.session.pk for h in result.hits], [p.pk for p in pins])
+    return Answer(data, [h.line.pk for h in result.hits], [p.pk for p in pins])
 
 
 def _get_session(ctx: Context, args: dict[str, Any]) -> Answer:

@@ -51,7 +51,7 @@ def test_a_rare_word_weighs_more_than_a_common_one(team: Team) -> None:
         limit=5,
         now=timezone.now(),
     )
-    assert result.hits[0].session == rare
+    assert result.hits[0].line.pk == rare.pk
     assert result.hits[0].relevance > result.hits[1].relevance
 
 
@@ -65,7 +65,7 @@ def test_recency_breaks_a_tie_and_an_old_full_match_is_found(team: Team) -> None
         limit=5,
         now=timezone.now(),
     )
-    assert [h.session for h in result.hits] == [new, old]
+    assert [h.line.pk for h in result.hits] == [new.pk, old.pk]
     assert result.hits[0].recency > 0.9 and result.hits[1].recency == 0.0
     assert result.hits[0].relevance == result.hits[1].relevance == 1.0
 
@@ -81,7 +81,7 @@ def test_the_newest_sessions_are_read_for_a_partial_match(team: Team) -> None:
         now=timezone.now(),
     )
     [hit] = result.hits
-    assert hit.session == partial and hit.matched == ["parquet", "export"]
+    assert hit.line.pk == partial.pk and hit.matched == ["parquet", "export"]
     assert 0 < hit.relevance < 1
 
 
@@ -95,7 +95,7 @@ def test_the_asking_session_is_left_out(team: Team) -> None:
         limit=5,
         now=timezone.now(),
     )
-    assert [h.session for h in result.hits] == [past]
+    assert [h.line.pk for h in result.hits] == [past.pk]
 
 
 def test_the_every_term_statement_reads_the_three_full_text_indexes(team: Team) -> None:
