@@ -362,7 +362,7 @@ SESSIONHUB = {
         # Sessions whose summary, prompts or final message hold every term of a search,
         # read from each full-text index (newest first); and the team's newest sessions
         # read whatever their words.
-        "SEARCH_MATCHES": env.int("SESSIONHUB_MCP_SEARCH_MATCHES", default=100),
+        "SEARCH_MATCHES": env.int("SESSIONHUB_MCP_SEARCH_MATCHES", default=30),
         "SEARCH_RECENT": env.int("SESSIONHUB_MCP_SEARCH_RECENT", default=100),
         # How much recency lifts a search hit: score = relevance * (1 - w + w * recency).
         "SEARCH_RECENCY_WEIGHT": env.float("SESSIONHUB_MCP_SEARCH_RECENCY_WEIGHT", default=0.3),
