@@ -1202,6 +1202,80 @@ def seed_new_sessions(
     )
 
 
+# Questions an agent asks its team's memory, in the benchmark sessions' own words (their
+# summaries and topics are drawn from TOPICS): a few words each, as the tool asks for.
+MCP_QUERIES = (
+    "celery retries for the billing export",
+    "postgres index migration planner",
+    "stripe webhook refunds",
+    "nightly parquet export schema",
+    "redis cache latency",
+    "oauth tokens auth",
+    "kubernetes helm deploy terraform",
+    "grafana alerts tracing",
+    "elasticsearch search pagination",
+    "invoices reports csv",
+    "orders dashboard charts",
+    "billing",
+)
+MCP_VERSION = "2026-07-28"
+
+
+def mcp_call(base: str, token: str, method: str, params: dict[str, Any]) -> tuple[int, Any]:
+    """One MCP request in the per-request envelope (what Claude Code sends), on a fresh
+    connection; (status, decoded JSON)."""
+    host, port, _ = split_url(base)
+    headers = {
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}",
+        "MCP-Protocol-Version": MCP_VERSION,
+        "Mcp-Method": method,
+    }
+    if method == "tools/call":
+        headers["Mcp-Name"] = params["name"]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": MCP_VERSION,
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "sessionhub-bench", "version": "1"},
+    }
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**params, "_meta": meta}}
+    conn = http.client.HTTPConnection(host, port, timeout=30)
+    try:
+        conn.request("POST", "/api/v1/mcp", body=json.dumps(body).encode(), headers=headers)
+        response = conn.getresponse()
+        raw = response.read()
+    finally:
+        conn.close()
+    try:
+        return response.status, json.loads(raw)
+    except ValueError:
+        return response.status, raw.decode(errors="replace")
+
+
+def mcp_process(base: str, token: str, calls: list[tuple[str, dict[str, Any]]], out: Any) -> None:
+    """Make the MCP calls one at a time; latencies in ms, the size of each answer, and
+    the failures (an HTTP error, a JSON-RPC error, a tool error)."""
+    latencies: list[float] = []
+    sizes: list[int] = []
+    hits: list[int] = []
+    failures: list[str] = []
+    for method, params in calls:
+        started = time.perf_counter()
+        status, answer = mcp_call(base, token, method, params)
+        elapsed = (time.perf_counter() - started) * 1000
+        result = answer.get("result") if isinstance(answer, dict) else None
+        if status != 200 or not isinstance(result, dict) or result.get("isError"):
+            failures.append(f"{status} {str(answer)[:200]}")
+            continue
+        latencies.append(elapsed)
+        if method == "tools/call":
+            text = result["content"][0]["text"]
+            sizes.append(len(text))
+            hits.append(len(json.loads(text).get("hits", [])))
+    out.put({"latencies_ms": latencies, "sizes": sizes, "hits": hits, "failures": failures[:10]})
+
+
 def continuity_process(
     base: str, token: str, names: list[str], ask: dict[str, Any], seconds: float, out: Any
 ) -> None:

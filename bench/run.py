@@ -66,6 +66,7 @@ TARGETS = {
     "single_vs_peer": 1.0,
     "single_p99_ms": 15.0,
     "continuity_p99_ms": 25.0,
+    "mcp_search_p99_ms": 25.0,
     "summary_p95_s": 2.0,
 }
 
@@ -161,7 +162,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--only",
         default="",
-        help="comma list of parts to run: single,fixed,batch,raw,continuity (default: all)",
+        help="comma list of parts to run: single,fixed,batch,raw,continuity,mcp (default: all)",
     )
     parser.add_argument("--json", type=Path, help="also write the results as JSON here")
     parser.add_argument(
@@ -205,6 +206,7 @@ class Bench:
         self.worker: common.Group | None = None
         self.nginx: Any = None  # stack.Nginx when --front nginx
         self.continuity_agent = ""
+        self.seeded_sessions = 0  # completed sessions the continuity part seeded
         self.mp = multiprocessing.get_context("spawn")
         self.worker_class = "gthread" if args.threads > 1 else "sync"
 
@@ -744,7 +746,7 @@ class Bench:
                     "AND status = 'ended' AND ended_at >= now() - interval '7 days'",
                     [agent_id],
                 ).fetchone()[0]
-            seeded = total
+            seeded = self.seeded_sessions = total
             log(
                 f"continuity: {total} completed sessions seeded ({in_window} in the 7-day "
                 f"lookback) in {time.monotonic() - started:.1f} s"
@@ -786,6 +788,93 @@ class Bench:
         if measured["failures"]:
             self.note(f"continuity failures: {measured['failures'][:3]}")
         return result
+
+    def mcp(self) -> None:
+        """The MCP endpoint with the team's ``plan.big`` completed sessions (continuity's
+        seed, or its own when that part did not run): ``tools/list``, the framework's own
+        cost per call (token, JSON-RPC, the answer; no memory read), then
+        ``search_memory`` over the whole team, and ``get_session`` of one session found."""
+        if self.seeded_sessions < self.plan.big:
+            now = datetime.now(UTC)
+            agent_id = str(uuid.uuid4())
+            with psycopg.connect(self.dsn) as conn:
+                common.copy_rows(
+                    conn,
+                    "lifecycle_agent",
+                    [
+                        {
+                            "id": agent_id,
+                            "team_id": self.team_id,
+                            "source": "claude-code",
+                            "external_id": "bench-token:/home/dev/src/mcp",
+                            "name": "mcp (bench-token)",
+                            "project": "/home/dev/src/mcp",
+                            "created_at": now,
+                            "last_seen_at": now,
+                        }
+                    ],
+                )
+                common.seed_completed_sessions(
+                    conn,
+                    team_id=self.team_id,
+                    agent_id=agent_id,
+                    count=self.plan.big - self.seeded_sessions,
+                    start_serial=self.seeded_sessions,
+                    days=30,
+                    now=now,
+                )
+                conn.commit()
+                conn.autocommit = True
+                conn.execute("ANALYZE")
+                conn.execute("CHECKPOINT")
+            self.seeded_sessions = self.plan.big
+        with psycopg.connect(self.dsn) as conn:
+            sessions = conn.execute(
+                "SELECT count(*) FROM lifecycle_session WHERE team_id = %s", [self.team_id]
+            ).fetchone()[0]
+        n = self.plan.continuity_requests
+        queries = common.MCP_QUERIES
+        searches = [
+            (
+                "tools/call",
+                {"name": "search_memory", "arguments": {"query": queries[i % len(queries)]}},
+            )
+            for i in range(n)
+        ]
+        status, found = common.mcp_call(self.base, self.token, *searches[0])
+        text = found["result"]["content"][0]["text"] if status == 200 else "{}"
+        hits = json.loads(text).get("hits") or [{}]
+        one = hits[0].get("session_id", "")
+        plans = {
+            "tools_list": [("tools/list", {})] * n,
+            "search": searches,
+            "get_session": [
+                ("tools/call", {"name": "get_session", "arguments": {"session_id": one}})
+            ]
+            * n,
+        }
+        results: dict[str, Any] = {"sessions": sessions}
+        for label, calls in plans.items():
+            process, base, token = common.mcp_process, self.base, self.token
+            self.child(process, base, token, calls[:20], timeout=120)  # warm the workers
+            measured = self.child(process, base, token, calls, timeout=600)
+            latencies = measured["latencies_ms"]
+            results[label] = {
+                "requests": len(latencies),
+                "p50_ms": common.percentile(latencies, 50),
+                "p95_ms": common.percentile(latencies, 95),
+                "p99_ms": common.percentile(latencies, 99),
+                "answer_chars": common.median(measured["sizes"]) if measured["sizes"] else 0,
+                "hits": common.median(measured["hits"]) if measured["hits"] else 0,
+                "failures": measured["failures"],
+            }
+            log(
+                f"mcp {label} with {sessions} sessions: p50 {results[label]['p50_ms']:.1f} ms, "
+                f"p95 {results[label]['p95_ms']:.1f} ms, p99 {results[label]['p99_ms']:.1f} ms"
+            )
+            if measured["failures"]:
+                self.note(f"mcp {label} failures: {measured['failures'][:3]}")
+        self.results["mcp"] = results
 
     def profile(self) -> None:
         """py-spy on the gunicorn workers (wall clock: waits on PostgreSQL count) under
@@ -876,7 +965,7 @@ class Bench:
             if self.wants("single") and not self.args.no_peer:
                 self.start_peer()
             self.warmup()
-            for part in ("single", "fixed", "batch", "raw", "continuity"):
+            for part in ("single", "fixed", "batch", "raw", "continuity", "mcp"):
                 if self.wants(part):
                     log(f"--- {part}")
                     getattr(self, {"fixed": "fixed_rate"}.get(part, part))()
@@ -1019,6 +1108,29 @@ def render(r: dict[str, Any]) -> str:
             if label == "big"
             else None,
         )
+    mcp = r.get("mcp")
+    if mcp:
+        for label, title, target in (
+            ("tools_list", "MCP tools/list, the framework's own cost per call", None),
+            ("search", "MCP search_memory", TARGETS["mcp_search_p99_ms"]),
+            ("get_session", "MCP get_session of one session found", None),
+        ):
+            found = mcp.get(label)
+            if not found:
+                continue
+            detail = f"{found['requests']} calls"
+            if found["answer_chars"]:
+                detail += f", answer {found['answer_chars']:.0f} chars"
+            if label == "search":
+                detail += f", {found['hits']:.0f} hits"
+            row(
+                f"{title}, {mcp['sessions']:,} sessions in the team, p50 / p95 / p99",
+                f"{_n(found['p50_ms'], 1)} / {_n(found['p95_ms'], 1)} / "
+                f"{_n(found['p99_ms'], 1)} ms",
+                detail,
+                f"p99 ≤ {target:g} ms" if target else "",
+                (found["p99_ms"] <= target and not found["failures"]) if target else None,
+            )
     summary = r.get("summary")
     if summary:
         row(

@@ -40,8 +40,10 @@ from .selectors import (
     GAP_SECONDS,
     OBSERVATION_LIMIT,
     TIMELINE_LIMIT,
+    McpCalls,
     RecordView,
     continuity_records,
+    mcp_calls,
 )
 
 # --- the overview --------------------------------------------------------------------------
@@ -382,6 +384,7 @@ class SessionDetail:
     following: list[Session]
     continued_from: list[Session]
     records: list[RecordView]
+    mcp: McpCalls
     last_event_id: int
 
 
@@ -417,5 +420,6 @@ def session_detail(session: Session) -> SessionDetail:
             )[:CHAIN_LIMIT]
         ),
         records=continuity_records(session),
+        mcp=mcp_calls(session),
         last_event_id=max((e.id for e in events), default=0),
     )

@@ -17,7 +17,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, Q, QuerySet
+from django.db.models import F, Q, QuerySet, Value
 from django.db.models.fields.json import KT
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from lifecycle.models import (
 )
 from memory.models import (
     ContinuityRecord,
+    McpCall,
     Pin,
     StreamTail,
     Summary,
@@ -358,6 +359,54 @@ def continuity_records(session: Session) -> list[RecordView]:
         sources = [s for s in record.sources.all() if s.team_id == session.team_id]
         views.append(RecordView(record=record, candidates=candidates, sources=sources))
     return views
+
+
+@dataclass
+class McpCallView:
+    """An MCP call the session made, with the sessions its answer named."""
+
+    call: McpCall
+    returned: list[Session]
+
+
+@dataclass
+class McpCalls:
+    """The MCP calls a session made, and the ones whose answers named it."""
+
+    made: list[McpCallView]
+    handed_out: list[McpCall]
+
+
+def mcp_calls(session: Session) -> McpCalls:
+    """The session's MCP record, newest first, ``RECORD_LIMIT`` of each (two queries: the
+    calls of both kinds, then the sessions named by the ones it made)."""
+    team_id = session.team_id
+    made = (
+        McpCall.objects.filter(session=session, team_id=team_id)
+        .annotate(made=Value(True))
+        .order_by()
+    )
+    named = (
+        McpCall.objects.filter(returned=session, team_id=team_id)
+        .annotate(made=Value(False))
+        .order_by()
+    )
+    # The calls it made first: a session named by very many calls still shows its own.
+    rows: list[McpCall] = list(
+        made.union(named, all=True).order_by("-made", "-created_at", "-id")[: 2 * RECORD_LIMIT]
+    )
+    mine = [c for c in rows if getattr(c, "made", False)][:RECORD_LIMIT]
+    returned: dict[int, list[Session]] = {c.pk: [] for c in mine}
+    if mine:
+        through = McpCall.returned.through
+        for link in through.objects.filter(
+            mcpcall_id__in=returned, session__team_id=team_id
+        ).select_related("session"):
+            returned[link.mcpcall_id].append(link.session)
+    return McpCalls(
+        made=[McpCallView(c, returned[c.pk]) for c in mine],
+        handed_out=[c for c in rows if not getattr(c, "made", False)][:RECORD_LIMIT],
+    )
 
 
 # --- agents --------------------------------------------------------------------------------

@@ -30,6 +30,7 @@ from .export import session_export
 from .models import (
     ContinuityRecord,
     LlmUsage,
+    McpCall,
     Observation,
     Pin,
     SessionFeatures,
@@ -142,6 +143,38 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
 
     def view_on_site(self, record: ContinuityRecord) -> str:
         return reverse("dashboard:session", args=[record.session_id]) + "#continuity"
+
+
+@admin.register(McpCall)
+class McpCallAdmin(ReadOnlyAdmin):
+    list_display = [
+        "tool",
+        "session",
+        "team",
+        "requested_by",
+        "client",
+        "returned_count",
+        "answer_chars",
+        "is_error",
+        "duration_ms",
+        "created_at",
+    ]
+    list_filter = ["tool", "is_error", "team"]
+    search_fields = ["session__external_id", "requested_by", "answer", "tool_use_id"]
+    date_hierarchy = "created_at"
+    list_select_related = ["session", "team"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[McpCall]:
+        return super().get_queryset(request).annotate(returned_total=Count("returned"))
+
+    @admin.display(description="sessions returned", ordering="returned_total")
+    def returned_count(self, record: Any) -> int:
+        return record.returned_total
+
+    def view_on_site(self, record: McpCall) -> str | None:
+        if record.session_id is None:
+            return None
+        return reverse("dashboard:session", args=[record.session_id]) + "#mcp"
 
 
 @admin.register(LlmUsage)

@@ -55,7 +55,14 @@ class Pin(models.Model):
                 name="pin_unique_active_label",
             )
         ]
-        indexes: ClassVar = [models.Index(fields=["agent", "unpinned_at"], name="pin_agent_active")]
+        indexes: ClassVar = [
+            models.Index(fields=["agent", "unpinned_at"], name="pin_agent_active"),
+            # A team's active pins (the MCP search reads them): a few per agent among
+            # the team's every pin ever made.
+            models.Index(
+                fields=["team"], name="pin_team_active", condition=Q(unpinned_at__isnull=True)
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.label
@@ -256,3 +263,57 @@ class ContinuityRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trigger} continuity for {self.session_id}"
+
+
+class McpCall(models.Model):
+    """Every tool call an agent made to the MCP endpoint: who asked, what, what it got."""
+
+    uid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="mcp_calls")
+    # The calling session, when SessionHub can tell it: named by the client (the OpenClaw
+    # plugin), or found by the tool-use id Claude Code sends, at the call or when that
+    # tool use is distilled. No index of its own: mcp_call_session serves it.
+    session = models.ForeignKey(
+        Session,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="mcp_calls",
+        db_index=False,
+    )
+    token = models.ForeignKey(
+        "sessionhub.ApiToken", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_by = models.CharField(max_length=200, help_text="token:<prefix> of the caller")
+    client = models.CharField(max_length=200, blank=True, help_text="The MCP client and version")
+    tool = models.CharField(max_length=100)
+    arguments = models.JSONField(default=dict, blank=True, help_text="As given, redacted")
+    tool_use_id = models.CharField(
+        max_length=200, blank=True, help_text="The gateway's id of the tool use (Claude Code)"
+    )
+    returned = models.ManyToManyField(
+        Session, related_name="mcp_returned", blank=True, help_text="Sessions the answer named"
+    )
+    returned_pins = models.JSONField(default=list, blank=True, help_text="Pin ids it named")
+    answer = models.TextField(blank=True, help_text="The exact text handed to the agent")
+    answer_chars = models.PositiveIntegerField(default=0)
+    is_error = models.BooleanField(default=False)
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField()
+    redaction_version = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name = "MCP call"
+        indexes: ClassVar = [
+            models.Index(fields=["session", "-created_at"], name="mcp_call_session"),
+            models.Index(fields=["team", "-created_at"], name="mcp_call_team"),
+            models.Index(
+                fields=["team", "tool_use_id"],
+                name="mcp_call_unlinked",
+                condition=Q(session__isnull=True) & ~Q(tool_use_id=""),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.tool} by {self.requested_by} at {self.created_at:%Y-%m-%d %H:%M}"

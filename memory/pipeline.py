@@ -36,6 +36,7 @@ from sessionhub.text.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.text.tails import tail_words
 
 from . import features as feature_lib
+from .mcp.audit import mcp_calls_link
 from .models import (
     ContinuityRecord,
     LlmUsage,
@@ -156,6 +157,21 @@ def _observations_record(session: Session, events: list[NewEvent]) -> None:
             }
         )
     rows_insert(Observation, rows)
+
+
+def _mcp_calls_of(session: Session, events: list[NewEvent]) -> None:
+    """Name this session as the caller of the MCP calls its tool uses made (Claude Code
+    sends the tool use's id with the call; the call itself names no session)."""
+    ids = [
+        event.payload["tool_use_id"]
+        for event in events
+        if event.kind == EventKind.TOOL_USE
+        and str(event.facts.get("tool_name") or "").startswith("mcp__")
+        and isinstance(event.payload, dict)
+        and isinstance(event.payload.get("tool_use_id"), str)
+    ]
+    if ids:
+        mcp_calls_link(team_id=session.team_id, session=session, tool_use_ids=ids)
 
 
 def _same_as_latest_tail(
@@ -434,6 +450,7 @@ def session_process(session_id: str) -> bool:
     dirty_mark = session.memory_dirty_at
     new_events = _new_events(session)
     _observations_record(session, new_events)
+    _mcp_calls_of(session, new_events)
     _tails_record(session, new_events)
     # Features and the summary read the whole session back: they follow its turns and its
     # end, not every tool use (a busy agent's stream of tool calls would otherwise cost a

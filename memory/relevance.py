@@ -164,3 +164,30 @@ def relevance_scores(
     weight = {term: math.log(1 + n / max(1, df[term])) for term in terms}
     total = sum(weight.values())
     return {pk: sum(weight[t] for t in hits) / total for pk, hits in matched.items()}
+
+
+def terms_matched(
+    documents: dict[Any, str], terms: Sequence[str], words: dict[Any, set[str]] | None = None
+) -> dict[Any, set[str]]:
+    """Which of ``terms`` each document holds, as ``session_texts`` asks it of continuity's
+    candidates: by PostgreSQL's English lexemes (every lexeme of the term, cached per
+    text), elsewhere by the crude stems; ``words`` are exact words a document also has
+    (hot topics)."""
+    if not terms or not documents:
+        return {key: set() for key in documents}
+    extra = words or {}
+    found: dict[Any, set[str]] = {}
+    if connection.vendor == "postgresql":
+        lexemes = _lexemes([*terms, *documents.values()])
+        for key, text in documents.items():
+            have = lexemes[text]
+            exact = extra.get(key, set())
+            found[key] = {
+                t for t in terms if (lexemes[t] and lexemes[t] <= have) or t.lower() in exact
+            }
+        return found
+    stems = {term: feature_lib.stem(term) for term in terms}
+    for key, text in documents.items():
+        have = feature_lib.content_stems(text) | {w.lower() for w in extra.get(key, set())}
+        found[key] = {t for t in terms if stems[t] in have or t in have}
+    return found

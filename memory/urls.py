@@ -1,8 +1,10 @@
 from django.urls import path
 
 from . import apis
+from .mcp.views import McpEndpoint
 
 urlpatterns = [
+    path("mcp", McpEndpoint.as_view(), name="mcp"),
     path("continuity", apis.ContinuityApi.as_view(), name="continuity"),
     path("sessions/<str:session_id>/export", apis.SessionExportApi.as_view(), name="export"),
     path("sessions/<str:session_id>/continue", apis.SessionContinueApi.as_view(), name="continue"),

@@ -362,6 +362,19 @@ SESSIONHUB = {
         "PREAMBLE_MAX_TASKS": env.int("SESSIONHUB_PREAMBLE_MAX_TASKS", default=5),
         "PREAMBLE_MAX_TOPICS": env.int("SESSIONHUB_PREAMBLE_MAX_TOPICS", default=10),
     },
+    # memory on demand: the MCP endpoint (docs/integrations.md, "Memory on demand")
+    "MCP": {
+        # Sessions whose summary, prompts or final message hold every term of a search,
+        # read from each full-text index (newest first); and the team's newest sessions
+        # read whatever their words.
+        "SEARCH_MATCHES": env.int("SESSIONHUB_MCP_SEARCH_MATCHES", default=30),
+        "SEARCH_RECENT": env.int("SESSIONHUB_MCP_SEARCH_RECENT", default=100),
+        # How much recency lifts a search hit: score = relevance * (1 - w + w * recency).
+        "SEARCH_RECENCY_WEIGHT": env.float("SESSIONHUB_MCP_SEARCH_RECENCY_WEIGHT", default=0.3),
+        # The longest answer handed to an agent (about four characters a token).
+        "ANSWER_MAX_CHARS": env.int("SESSIONHUB_MCP_ANSWER_MAX_CHARS", default=8000),
+        "MAX_BODY_BYTES": env.int("SESSIONHUB_MCP_MAX_BODY_BYTES", default=256 * 1024),
+    },
     # retention
     "RETENTION_DAYS": env.int("SESSIONHUB_RETENTION_DAYS", default=0),
     "ARCHIVE_DIR": env.path("SESSIONHUB_ARCHIVE_DIR", default=BASE_DIR / "archive"),

@@ -78,3 +78,9 @@ def get_item(mapping: Any, key: Any) -> Any:
 def pretty_json(value: Any) -> str:
     """A JSON value indented for reading (escaped by the template as usual)."""
     return json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True, default=str)
+
+
+@register.filter
+def mcp_arguments(value: Any) -> str:
+    """A tool call's arguments on one line (escaped by the template as usual)."""
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)[:300]

@@ -15,8 +15,10 @@ is the section "Codex, Gemini" below).
 Standard library only, and only cheap modules imported at start-up: hooks run on the
 agent's hot path, so everything heavier is imported where it is used.
 
-Subcommands: (none) hook mode, ``install``, ``uninstall``, ``status``, ``flush``,
-``--version``. Run ``sessionhub_hook.py --help`` for details.
+Subcommands: (none) hook mode, ``install`` (which also registers SessionHub's MCP
+server with Claude Code), ``uninstall``, ``status``, ``flush``, ``mcp-headers`` (what
+Claude Code runs for the MCP server's Authorization header), ``--version``. Run
+``sessionhub_hook.py --help`` for details.
 """
 
 from __future__ import annotations
@@ -180,6 +182,10 @@ GATEWAY_PATHS = {
     CODEX: "/api/v1/hooks/codex",
     GEMINI_CLI: "/api/v1/hooks/gemini-cli",
 }
+MCP_PATH = "/api/v1/mcp"
+# The name the MCP server is registered under: Claude Code calls its tools
+# mcp__sessionhub__<tool>.
+MCP_SERVER_NAME = "sessionhub"
 
 DEFAULT_TIMEOUT = 2.0
 # Time kept back from the network so the spool can still be written before the deadline.
@@ -328,7 +334,7 @@ def _str(value: object) -> str:
 def _clean_base_url(url: str) -> str:
     """Normalise the server URL to its base (no trailing slash or API path)."""
     url = url.strip().rstrip("/")
-    for suffix in (*GATEWAY_PATHS.values(), CONTINUITY_PATH, "/api/v1", "/api"):
+    for suffix in (*GATEWAY_PATHS.values(), CONTINUITY_PATH, MCP_PATH, "/api/v1", "/api"):
         if url.endswith(suffix):
             url = url[: -len(suffix)].rstrip("/")
             break
@@ -2628,6 +2634,96 @@ def _codex_trust(codex: str, hooks_file: str) -> tuple[int, int]:
             proc.kill()
 
 
+# --------------------------------------------------------------------------- MCP server
+#
+# ``install`` also registers SessionHub's MCP endpoint with Claude Code, so the agent can
+# search its team's memory mid-session. The entry names no token: Claude Code runs its
+# ``headersHelper`` (this client's ``mcp-headers``) when it connects, which prints the
+# Authorization header from the same config file and environment the hooks read. The
+# token stays in one place, and a new token from ``install --token`` reaches both.
+
+
+def mcp_config_path(scope: str, explicit: str | None) -> str:
+    """Where Claude Code keeps MCP servers for the scope: ~/.claude.json (user scope) or
+    the project's .mcp.json (project scope, a file to commit)."""
+    if explicit:
+        return os.path.abspath(os.path.expanduser(explicit))
+    if scope == "project":
+        return os.path.abspath(".mcp.json")
+    return os.path.join(os.path.expanduser("~"), ".claude.json")
+
+
+def mcp_entry(url: str, command: str | None = None) -> dict:
+    """The MCP server entry: Streamable HTTP at the server's endpoint, headers from this
+    client (``CMD mcp-headers`` with ``--command``, else this interpreter and file)."""
+    if command:
+        helper = f"{command} mcp-headers"
+    else:
+        import shlex
+
+        words = [os.path.abspath(sys.executable), "-S", CLIENT_PATH, "mcp-headers"]
+        helper = " ".join(shlex.quote(word) for word in words)
+    return {"type": "http", "url": _clean_base_url(url) + MCP_PATH, "headersHelper": helper}
+
+
+def _is_our_mcp(entry: object) -> bool:
+    if not isinstance(entry, dict):
+        return False
+    helper = entry.get("headersHelper")
+    return isinstance(helper, str) and any(m in helper for m in OUR_COMMAND_MARKERS)
+
+
+def merge_mcp(config: dict, entry: dict) -> tuple[dict, bool]:
+    """Add or update the SessionHub entry under ``mcpServers``; (config, done). A server
+    of that name that this client did not write is left alone."""
+    servers = config.setdefault("mcpServers", {})
+    if not isinstance(servers, dict):
+        raise ValueError('"mcpServers" in the MCP config file is not an object')
+    current = servers.get(MCP_SERVER_NAME)
+    if current is not None and not _is_our_mcp(current):
+        return config, False
+    servers[MCP_SERVER_NAME] = entry
+    return config, True
+
+
+def remove_mcp(config: dict) -> dict:
+    """Remove the SessionHub entry this client wrote, keeping every other server."""
+    servers = config.get("mcpServers")
+    if isinstance(servers, dict) and _is_our_mcp(servers.get(MCP_SERVER_NAME)):
+        del servers[MCP_SERVER_NAME]
+    return config
+
+
+def mcp_headers(cfg: Config) -> dict:
+    """What ``mcp-headers`` prints: the Authorization header, or nothing without a token
+    (Claude Code then shows the server as needing authentication)."""
+    return {"Authorization": f"Bearer {cfg.token}"} if cfg.token else {}
+
+
+def _install_mcp(args: argparse.Namespace, out: TextIO) -> None:
+    cfg = Config()
+    path = mcp_config_path(args.scope or "user", args.mcp_config)
+    if not cfg.url:
+        out.write(f"MCP server not registered: no SessionHub URL yet ({path})\n")
+        return
+    existing = _load_json_file(path)
+    mode = 0o600
+    if os.path.exists(path):
+        mode = os.stat(path).st_mode & 0o777
+    config, done = merge_mcp(existing, mcp_entry(cfg.url, args.hook_command))
+    if not done:
+        out.write(
+            f"MCP server not registered: {path} already has a server named "
+            f"{MCP_SERVER_NAME!r} that this client did not write\n"
+        )
+        return
+    changed = _write_json_file(path, config, mode=mode)
+    out.write(
+        f"{'updated' if changed else 'unchanged'}: {path} (MCP server {MCP_SERVER_NAME!r} at "
+        f"{cfg.url + MCP_PATH}; its tools are mcp__{MCP_SERVER_NAME}__*)\n"
+    )
+
+
 # --------------------------------------------------------------------------- CLI
 
 
@@ -2663,6 +2759,17 @@ def _parser() -> argparse.ArgumentParser:
         )
         p.add_argument("--settings", metavar="PATH", help="an explicit settings.json path")
         add_gateway_options(p)
+        p.add_argument(
+            "--mcp-config",
+            metavar="PATH",
+            help="where the MCP server entry goes (default: ~/.claude.json, or ./.mcp.json "
+            "with --project)",
+        )
+        p.add_argument(
+            "--no-mcp",
+            action="store_true",
+            help="leave Claude Code's MCP servers alone",
+        )
     install.add_argument("--url", help="SessionHub base URL, saved in the config file")
     install.add_argument(
         "--token", help="API token (scope ingest) saved in the config file; - reads it from stdin"
@@ -2673,6 +2780,7 @@ def _parser() -> argparse.ArgumentParser:
         metavar="CMD",
         help="the command to register (default: found automatically)",
     )
+    sub.add_parser("mcp-headers", help="print the MCP server's headers (Claude Code runs it)")
     sub.add_parser("status", help="show the configuration and the spool")
     sub.add_parser("flush", help="send the spooled events now")
     return parser
@@ -2703,6 +2811,8 @@ def cmd_install(args: argparse.Namespace, out: TextIO) -> None:
             data["token"] = token.strip()
         _write_json_file(cfg.config_path, data, mode=0o600)
         out.write(f"config written: {cfg.config_path} (mode 600)\n")
+    if not getattr(args, "gateway", None) and not args.no_mcp:
+        _install_mcp(args, out)  # Claude Code's MCP servers
     cfg = Config()
     if not cfg.configured:
         out.write(
@@ -2723,7 +2833,8 @@ def write_queue_script() -> None:
 
 
 def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
-    """Remove this client's hook entries, leaving every other hook alone."""
+    """Remove this client's hook entries and (for Claude Code) its MCP server, leaving
+    every other one alone."""
     gateway = getattr(args, "gateway", None)
     if gateway:
         path = cli_settings_path(gateway, args.scope or "user", args.settings)
@@ -2731,9 +2842,14 @@ def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
         path = settings_path(args.scope or "user", args.settings)
     if not os.path.exists(path):
         out.write(f"nothing to do: {path} does not exist\n")
-        return
-    changed = _write_json_file(path, remove_hooks(_load_json_file(path)))
-    out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+    else:
+        changed = _write_json_file(path, remove_hooks(_load_json_file(path)))
+        out.write(f"{'updated' if changed else 'unchanged'}: {path}\n")
+    mcp_path = mcp_config_path(args.scope or "user", args.mcp_config)
+    if not gateway and not args.no_mcp and os.path.exists(mcp_path):
+        mode = os.stat(mcp_path).st_mode & 0o777
+        changed = _write_json_file(mcp_path, remove_mcp(_load_json_file(mcp_path)), mode=mode)
+        out.write(f"{'updated' if changed else 'unchanged'}: {mcp_path}\n")
 
 
 def cmd_status(out: TextIO) -> None:
@@ -2803,6 +2919,9 @@ def main(
         out = stdout if stdout is not None else sys.stdout
         if args == ["drain"]:
             drain(Config())
+            return 0
+        if args == ["mcp-headers"]:
+            out.write(json.dumps(mcp_headers(Config())) + "\n")
             return 0
         mode = hook_mode(args)
         if mode is not None and mode[0] == "--queue":

@@ -23,7 +23,13 @@ from memory.models import ContinuityRecord
 from sessionhub.models import Team
 from sessionhub.services import team_get_or_create
 from tests.conftest import claude_code_hooks, openclaw_hooks
-from tests.factories import MembershipFactory, UserFactory
+from tests.factories import (
+    AgentFactory,
+    MembershipFactory,
+    SessionFactory,
+    SummaryFactory,
+    UserFactory,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -247,3 +253,44 @@ def test_admin_continues_a_session_and_the_record_shows_on_its_page(
     page.goto(f"{live_server.url}/admin/admin/logentry/")
     page.get_by_text(re.compile("Continued from session")).first.wait_for()
     shot(page, "11-admin-log")
+
+
+def test_an_mcp_call_shows_on_the_pages_of_the_session_that_asked_and_of_the_one_it_named(
+    page: Any, live_server: Any, team: Team, make_token: Any
+) -> None:
+    """An agent's search over MCP (named by the client as the OpenClaw plugin does) shows
+    on the asking session's page, with the answer, and on the page of the session it
+    handed out."""
+    token = make_token(team)[1]
+    agent = AgentFactory(team=team, source="openclaw", project="/srv/support-bot")
+    asking = SessionFactory(agent=agent, external_id="oc-asking", status="active")
+    past = SessionFactory(agent=agent, external_id="oc-past")
+    SummaryFactory(session=past, request="Rotate the webhook signing secret")
+    response = requests.post(
+        f"{live_server.url}/api/v1/mcp",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "search_memory", "arguments": {"query": "webhook signing"}},
+        },
+        headers={
+            "Authorization": f"Bearer {token}",
+            "Accept": "application/json, text/event-stream",
+            "X-SessionHub-Source": "openclaw",
+            "X-SessionHub-Session": "oc-asking",
+        },
+        timeout=30,
+    )
+    assert response.status_code == 200 and not response.json()["result"]["isError"]
+    MembershipFactory(team=team, user=UserFactory(username="alice"))
+    log_in(page, live_server, "alice", path=f"/sessions/{asking.pk}/")
+    section = page.locator("#mcp")
+    section.get_by_text("search_memory").first.wait_for()
+    assert "Asked from this session" in section.inner_text()
+    assert "webhook signing" in section.inner_text()  # the arguments
+    section.get_by_text("Answer handed to the agent").click()
+    assert str(past.pk) in section.locator("pre").inner_text()
+    section.get_by_role("link", name="oc-past").click()
+    page.locator("#mcp").get_by_text("This session's memory handed out").wait_for()
+    shot(page, "session-mcp")

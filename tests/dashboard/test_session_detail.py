@@ -162,3 +162,42 @@ def test_live_sessions_and_new_session_notice(member_client: Client, team: Team)
     ).json()
     assert body["sessions"][0]["event_count"] == 3
     assert body["new_sessions"] == 1
+
+
+def test_mcp_calls_show_on_the_page_of_the_session_that_asked_and_of_those_it_named(
+    member_client: Client, stranger_client: Client, team: Team
+) -> None:
+    from django.utils import timezone
+
+    from memory.mcp.audit import mcp_call_record
+    from sessionhub.models import ApiToken
+    from sessionhub.services import api_token_create
+
+    api_token_create(team=team, name="gw", scopes=["read"])
+    token = ApiToken.objects.get(team=team)
+    asking = SessionFactory(team=team, agent=AgentFactory(team=team))
+    named = SessionFactory(team=team, agent=AgentFactory(team=team), external_id="named-one")
+    mcp_call_record(
+        token=token,
+        session=asking,
+        client="claude-code 2.1.330",
+        tool="get_session",
+        arguments={"session_id": "named-one"},
+        tool_use_id="toolu_1",
+        returned=[named.pk],
+        returned_pins=[],
+        answer='{"session_id": "' + str(named.pk) + '"}',
+        is_error=False,
+        duration_ms=3.5,
+        created_at=timezone.now(),
+    )
+    body, d = page(member_client, asking)
+    [view] = d.mcp.made
+    assert view.call.tool == "get_session" and view.returned == [named]
+    assert "Asked from this session" in body and "claude-code 2.1.330" in body
+    assert "named-one" in body and f"token:{token.prefix}" in body
+    body, d = page(member_client, named)
+    assert [c.tool for c in d.mcp.handed_out] == ["get_session"]
+    assert "memory handed out" in body
+    # Another team's member sees neither page.
+    assert stranger_client.get(reverse("dashboard:session", args=[asking.pk])).status_code == 404

@@ -13,6 +13,11 @@ Directives in the user's words:
 - ``use the read tool on <path>``: the first answer is a call of the ``read`` tool (or
   the first tool the request offers) with that path; after the tool result, a final
   answer that quotes the result's first words.
+- ``search the team's memory for <words>``: the first answer is a call of SessionHub's
+  ``sessionhub_search_memory`` tool with those words as the query (through
+  ``tool_call`` when the gateway's Tool Search keeps plugin tools in its catalog, as
+  it does by default); after the tool result, a final answer that quotes the result's
+  first words.
 - anything else: a final answer ``ok: <the user's words>``, with reasoning before it.
 """
 
@@ -37,6 +42,7 @@ _BLOCK_PATTERNS = [
     re.compile(r"^\[[A-Z][a-z]{2} \d{4}-\d{2}-\d{2}[^\]]*\]\s*", re.M),
 ]
 _READ = re.compile(r"use the read tool on (\S+)", re.I)
+_SEARCH = re.compile(r"search the team's memory for (.+)$", re.I | re.M)
 
 
 def text_of(content: Any) -> str:
@@ -104,6 +110,24 @@ class MockModel:
             return {
                 "reasoning": "The tool answered; I report what it said.",
                 "text": f"The file says: {first}",
+            }
+        search = _SEARCH.search(words)
+        tools = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        # Only a turn offered the tool (or the catalog's tool_call) searches: a
+        # compaction's summary request quotes the directive but offers no tools.
+        if search and {"sessionhub_search_memory", "tool_call"} & set(tools):
+            arguments = {"query": search.group(1).strip()}
+            call = {"name": "sessionhub_search_memory", "arguments": arguments}
+            if "sessionhub_search_memory" not in tools:
+                # OpenClaw's Tool Search (on by default): plugin tools are catalog
+                # entries, called through tool_call by name.
+                call = {
+                    "name": "tool_call",
+                    "arguments": {"id": "sessionhub_search_memory", "args": arguments},
+                }
+            return {
+                "reasoning": "The team may have done this before; I search its memory.",
+                "tool": call,
             }
         wanted = _READ.search(words)
         if wanted:

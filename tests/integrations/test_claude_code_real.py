@@ -32,7 +32,16 @@ import pytest
 from django.db import connection
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus
-from memory.models import ContinuityRecord, Observation, SessionFeatures, StreamTail, Summary
+from memory.models import (
+    ContinuityRecord,
+    McpCall,
+    Observation,
+    SessionFeatures,
+    StreamTail,
+    Summary,
+)
+from sessionhub.models import Team
+from tests.factories import AgentFactory, SessionFactory, SummaryFactory
 from tests.integrations.mock_anthropic import CLAUDE_CODE_VERSION, MockAnthropic
 from tests.integrations.node_runtime import npm_prefix
 from tests.integrations.test_hook_client_e2e import DevServer, free_port
@@ -464,3 +473,51 @@ def test_http_hooks_for_the_frequent_events(rig: Rig, token: str) -> None:
     # one agent, named by the remote.
     assert LifecycleEvent.objects.filter(session=session, hook="UserPromptSubmit").count() == 1
     assert Agent.objects.count() == 1
+
+
+def test_the_agent_searches_its_teams_memory_over_mcp(rig: Rig, team: Team) -> None:
+    """Installed as documented, the CLI connects to SessionHub's MCP endpoint; the model
+    calls the search tool, the answer reaches the model as the tool's result, the call is
+    recorded, and once the tool use reaches SessionHub through the hooks the record names
+    the session that asked."""
+    teammate = AgentFactory(team=team, name="billing (bob)", project="git.example.com/acme/web")
+    past = SessionFactory(agent=teammate, external_id="bobs-session")
+    SummaryFactory(
+        session=past,
+        request="Decide the retry policy for the webhook dispatcher",
+        learned="We settled on exponential backoff with jitter for webhook retries.",
+    )
+    registered = json.loads((rig.home / ".claude.json").read_text())["mcpServers"]
+    assert registered["sessionhub"]["url"] == f"{rig.server.url}/api/v1/mcp"
+    search = {"query": "webhook retry policy", "limit": 3}
+    rig.run(
+        "What did we decide about webhook retries?\n"
+        f"@tool mcp__sessionhub__search_memory {json.dumps(search)}"
+    )
+    rig.settle()
+    [sid] = rig.session_ids()
+    results = [
+        block
+        for body in rig.requests_of(sid)
+        for message in body.get("messages") or []
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert results, "the model never got the tool's result"
+    handed = json.dumps(results)
+    assert str(past.pk) in handed and "retry policy for the webhook dispatcher" in handed
+    record = McpCall.objects.get(tool="search_memory")
+    answer = json.loads(record.answer)
+    session = Session.objects.get(external_id=sid)
+    # The asking session (its own prompt holds the words) is left out.
+    assert answer["asking_session"]["session_id"] == str(session.pk)
+    assert [h["session_id"] for h in answer["hits"]] == [str(past.pk)]
+    assert list(record.returned.all()) == [past]
+    assert record.arguments == search
+    assert record.client.startswith("claude-code")
+    assert record.tool_use_id.startswith("toolu_")
+    wait_for(
+        "the call linked to the session that asked",
+        lambda: McpCall.objects.filter(pk=record.pk, session=session).exists(),
+    )

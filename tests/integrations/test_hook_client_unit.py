@@ -941,6 +941,87 @@ def test_uninstall_removes_only_our_entries(home, tmp_path):
     assert json.loads(settings_file.read_text()) == {"hooks": {"PreToolUse": [{"hooks": [mine]}]}}
 
 
+# --------------------------------------------------------------------------- MCP server
+
+
+def test_install_registers_the_mcp_server_with_the_token_kept_in_one_place(home, server):
+    claude_json = home / ".claude.json"
+    claude_json.write_text(json.dumps({"numStartups": 3, "mcpServers": {"docs": {"url": "x"}}}))
+    os.chmod(claude_json, 0o600)
+    out = io.StringIO()
+    client.main(["install", "--user", "--url", server.url, "--token", TOKEN], stdout=out)
+    config = json.loads(claude_json.read_text())
+    assert config["numStartups"] == 3 and config["mcpServers"]["docs"] == {"url": "x"}
+    entry = config["mcpServers"]["sessionhub"]
+    assert entry["type"] == "http"
+    assert entry["url"] == server.url + "/api/v1/mcp"
+    assert TOKEN not in claude_json.read_text()  # the token stays in config.json
+    assert stat.S_IMODE(claude_json.stat().st_mode) == 0o600
+    assert "mcp__sessionhub__" in out.getvalue()
+    # The helper Claude Code runs prints the header from the client's own config.
+    helper = subprocess.run(  # noqa: S602 - a shell runs it, as Claude Code runs it
+        entry["headersHelper"], shell=True, capture_output=True, text=True, check=True
+    )
+    assert json.loads(helper.stdout) == {"Authorization": f"Bearer {TOKEN}"}
+    # Again: nothing changes; a new token reaches the MCP server through the same file.
+    before = claude_json.read_bytes()
+    client.main(["install", "--user", "--token", "shub_new_token"], stdout=io.StringIO())
+    assert claude_json.read_bytes() == before
+    out = io.StringIO()
+    client.main(["mcp-headers"], stdout=out)
+    assert json.loads(out.getvalue()) == {"Authorization": "Bearer shub_new_token"}
+
+
+def test_mcp_headers_follow_the_environment_and_say_nothing_without_a_token(home, monkeypatch):
+    out = io.StringIO()
+    client.main(["mcp-headers"], stdout=out)
+    assert json.loads(out.getvalue()) == {}
+    monkeypatch.setenv("SESSIONHUB_TOKEN", "shub_from_env")
+    out = io.StringIO()
+    client.main(["mcp-headers"], stdout=out)
+    assert json.loads(out.getvalue()) == {"Authorization": "Bearer shub_from_env"}
+
+
+def test_project_scope_writes_mcp_json_and_uninstall_takes_only_ours(home, tmp_path, monkeypatch):
+    project = tmp_path / "repo"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    (project / ".mcp.json").write_text(json.dumps({"mcpServers": {"db": {"command": "db-mcp"}}}))
+    argv = ["install", "--project", "--command", "sessionhub-hook", "--url", "http://hub:8000"]
+    client.main(argv, stdout=io.StringIO())
+    servers = json.loads((project / ".mcp.json").read_text())["mcpServers"]
+    assert servers["sessionhub"] == {
+        "type": "http",
+        "url": "http://hub:8000/api/v1/mcp",
+        "headersHelper": "sessionhub-hook mcp-headers",
+    }
+    assert servers["db"] == {"command": "db-mcp"}
+    client.main(["uninstall", "--project"], stdout=io.StringIO())
+    assert json.loads((project / ".mcp.json").read_text()) == {
+        "mcpServers": {"db": {"command": "db-mcp"}}
+    }
+
+
+def test_a_server_of_that_name_written_by_hand_is_left_alone(home, server):
+    claude_json = home / ".claude.json"
+    mine = {"type": "http", "url": "https://elsewhere/mcp", "headers": {"X": "1"}}
+    claude_json.write_text(json.dumps({"mcpServers": {"sessionhub": mine}}))
+    out = io.StringIO()
+    client.main(["install", "--user", "--url", server.url, "--token", TOKEN], stdout=out)
+    assert json.loads(claude_json.read_text())["mcpServers"]["sessionhub"] == mine
+    assert "did not write" in out.getvalue()
+    client.main(["uninstall", "--user"], stdout=io.StringIO())
+    assert json.loads(claude_json.read_text())["mcpServers"]["sessionhub"] == mine
+
+
+def test_no_mcp_and_no_url_leave_claude_json_alone(home, tmp_path):
+    client.main(["install", "--settings", str(tmp_path / "s.json")], stdout=io.StringIO())
+    assert not (home / ".claude.json").exists()
+    argv = ["install", "--settings", str(tmp_path / "s.json"), "--url", "http://x", "--no-mcp"]
+    client.main(argv, stdout=io.StringIO())
+    assert not (home / ".claude.json").exists()
+
+
 # --------------------------------------------------------------------------- issue 13
 
 

@@ -21,6 +21,9 @@ seconds on a small machine:
    ``openclaw agent --local``: its events arrive though the process exits at once.
 6. No secret anywhere: the database, every API answer, case-insensitively.
 
+Between 3 and 4 the agent searches the team's memory through the plugin's tool: the
+answer reaches the model and the call is recorded against the session that asked.
+
 npm must be reachable: installing fails the test loudly, it never skips.
 """
 
@@ -44,7 +47,7 @@ from django.db import connection
 
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
 from memory import models as memory_models
-from memory.models import ContinuityRecord
+from memory.models import ContinuityRecord, McpCall
 from sessionhub.models import Team
 from tests.integrations.node_runtime import node24, npm_prefix
 from tests.integrations.openclaw_mock_model import MockModel
@@ -399,6 +402,37 @@ def test_the_real_gateway_end_to_end(
     assert record.preamble.startswith("[SESSION CONTINUITY")
     assert old.pk in set(record.sources.values_list("pk", flat=True))
     assert old.turn_count == 2, "nothing after the reset piled onto the old session"
+
+    # --- 3b. the agent asks SessionHub's memory through the plugin's tools ---------------
+    listed = json.loads(gateway.cli("plugins", "inspect", "sessionhub", "--runtime", "--json"))
+    assert "sessionhub_search_memory" in json.dumps(listed)
+    gateway.turn("Search the team's memory for orders dashboard index")
+
+    def tool_results() -> list[dict[str, Any]]:
+        return [
+            message
+            for request in _requests_with(mock_model, "sessionhub_search_memory")
+            for message in request.get("messages") or []
+            if message.get("role") == "tool" and str(old.pk) in json.dumps(message)
+        ]
+
+    try:
+        results = wait_for("the tool's result in a model request", tool_results, timeout=120)
+    except AssertionError as exc:
+        last = mock_model.chats()[-3:]
+        offered = [[t.get("function", {}).get("name") for t in r.get("tools") or []] for r in last]
+        raise AssertionError(
+            f"{exc}\ntools offered: {offered}\nlast messages: "
+            f"{json.dumps([r.get('messages', [])[-3:] for r in last])[-4000:]}\n"
+            f"calls: {list(McpCall.objects.values('tool', 'is_error', 'answer'))}\n"
+            f"gateway log: {gateway.log()[-3000:]}"
+        ) from None
+    assert "orders dashboard index" in json.dumps(results)
+    call = McpCall.objects.get(tool="search_memory")
+    assert call.session == new, "the plugin names the asking session"
+    assert call.arguments == {"query": "orders dashboard index"}
+    assert old in call.returned.all() and new not in call.returned.all()
+    assert call.client.startswith("sessionhub-openclaw-plugin")
 
     # --- 4. compaction, restart, an outage ------------------------------------------------
     gateway.cli("sessions", "compact", SESSION_KEY)

@@ -52,11 +52,13 @@ def routes() -> Iterator[tuple[str, URLPattern]]:
 
 
 def api_routes() -> list[tuple[str, Any, list[str]]]:
-    """(template, view class, methods) of every API endpoint."""
+    """(template, view class, methods) of every API endpoint (DRF's, and the MCP
+    endpoint's plain Django view)."""
     found = []
     for template, pattern in routes():
         if template.startswith("/api/v1/"):
-            view = pattern.callback.cls  # type: ignore[attr-defined]
+            callback: Any = pattern.callback
+            view = getattr(callback, "cls", None) or callback.view_class
             found.append((template, view, [m for m in METHODS if hasattr(view, m)]))
     return found
 

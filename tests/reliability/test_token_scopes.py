@@ -42,6 +42,8 @@ NEEDS = {
     ("/api/v1/pins/<int:pin_id>", "patch"): BOTH,
     ("/api/v1/pins/<int:pin_id>", "delete"): BOTH,
     ("/api/v1/sessions/<str:session_id>/continue", "post"): BOTH,
+    # The MCP endpoint: every tool reads the team's memory (docs/integrations.md).
+    ("/api/v1/mcp", "post"): READ,
 }
 
 SCOPE_SETS = [("ingest",), ("read",), ("ingest", "read"), ("admin",)]
@@ -96,7 +98,10 @@ def test_scopes_allow_exactly_what_the_table_says(
             assert response.status_code != 403, (scopes, method, template, response.content)
         else:
             assert response.status_code == 403, (scopes, method, template, response.status_code)
-            assert response.json()["code"] == "permission_denied"
+            if template == "/api/v1/mcp":  # its errors are JSON-RPC errors
+                assert response.json()["error"]["code"] == -32003
+            else:
+                assert response.json()["code"] == "permission_denied"
 
 
 def test_an_ingest_only_token_gets_the_preamble_and_nothing_else(

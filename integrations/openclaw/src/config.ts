@@ -16,12 +16,15 @@ export interface SessionHubConfig {
   extraHooks: string[];
   /** This gateway's name in SessionHub (default: an id made once, kept in queueDir). */
   gatewayId: string;
+  /** Offer SessionHub's memory tools (search, a session's memory, pins) to the agents. */
+  memoryTools: boolean;
 }
 
 export const DEFAULTS = {
   timeoutMs: 2000,
   recentMessages: 40,
   injectPreamble: true,
+  memoryTools: true,
   batchSize: 100,
   maxQueueEvents: 10000,
   retryBaseMs: 1000,
@@ -107,6 +110,7 @@ export function resolveConfig(raw: unknown): ConfigResult {
       retryMaxMs,
       extraHooks,
       gatewayId,
+      memoryTools: typeof cfg.memoryTools === "boolean" ? cfg.memoryTools : DEFAULTS.memoryTools,
     },
   };
 }

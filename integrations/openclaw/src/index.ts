@@ -33,6 +33,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { SessionHubClient } from "./client.js";
 import { resolveConfig, type SessionHubConfig } from "./config.js";
+import { memoryTool, TOOL_PREFIX, toolDefinitions, type ToolContext } from "./memory-tools.js";
 import { ContinuityInjector, MAX_PROMPT_CHARS, type ContinuityReport } from "./continuity.js";
 import { deliverQueueSync } from "./exit-delivery.js";
 import { Forwarder, type DeliveryReport, type SafeLogger } from "./forwarder.js";
@@ -124,6 +125,8 @@ export interface SessionHubRuntime {
   readonly continuity: ContinuityInjector;
   /** Hook names registered through `api.on`, in registration order. */
   readonly registeredHooks: string[];
+  /** SessionHub's memory tools registered through `api.registerTool`. */
+  readonly registeredTools: string[];
   /** Build and submit the record for one plugin hook call. */
   forward(hook: string, event: unknown, ctx: unknown): ForwardRecord | undefined;
   /** Build and submit the record for one internal (command) hook call. */
@@ -352,6 +355,7 @@ export function createSessionHubRuntime(
     forwarder,
     continuity,
     registeredHooks: [],
+    registeredTools: [],
     forward(hook, event, ctx) {
       try {
         if (hook === "message_received") noteChannelMessage(event);
@@ -539,6 +543,23 @@ export function registerSessionHub(
       }
     }
 
+    // SessionHub's memory as agent tools: each call goes to the MCP endpoint, naming the
+    // session that asks (the tool context carries it).
+    if (config.memoryTools && typeof api.registerTool === "function") {
+      for (const definition of toolDefinitions()) {
+        const name = TOOL_PREFIX + definition.name;
+        try {
+          api.registerTool(
+            (ctx: unknown) => memoryTool(definition, config, toolContextOf(ctx), options.fetchImpl),
+            { name },
+          );
+          runtime.registeredTools.push(name);
+        } catch (err) {
+          log.warn(`could not register tool ${name}: ${String(err)}`);
+        }
+      }
+    }
+
     // Only a live gateway load ("full") may start background work; discovery,
     // setup and CLI-metadata loads just see the registrations.
     const mode = api.registrationMode;
@@ -550,7 +571,7 @@ export function registerSessionHub(
     if (mode === undefined || mode === "full") {
       runtime.forwarder.start();
       log.info(
-        `forwarding ${runtime.registeredHooks.length} hooks to ${config.baseUrl} as gateway ${runtime.gatewayId} (queue: ${runtime.queue.file})`,
+        `forwarding ${runtime.registeredHooks.length} hooks to ${config.baseUrl} as gateway ${runtime.gatewayId} (queue: ${runtime.queue.file}); ${runtime.registeredTools.length} memory tools`,
       );
       if (!config.token) {
         log.error(
@@ -564,6 +585,13 @@ export function registerSessionHub(
     log.error(`failed to start: ${String(err)}`);
     return undefined;
   }
+}
+
+/** The session a tool is made for, from OpenClaw's tool context. */
+function toolContextOf(ctx: unknown): ToolContext {
+  if (!isRecord(ctx)) return {};
+  const text = (value: unknown): string | undefined => (typeof value === "string" && value ? value : undefined);
+  return { sessionId: text(ctx.sessionId), agentId: text(ctx.agentId), sessionKey: text(ctx.sessionKey) };
 }
 
 /** JSON Schema of the plugin config, read from openclaw.plugin.json (the authoritative copy). */

@@ -50,6 +50,8 @@ export interface PluginApiSubset {
     handler: InternalHookHandler,
     opts?: { name: string; description?: string },
   ) => unknown;
+  /** Register an agent tool, or a factory that makes it for each run's context. */
+  registerTool?: (tool: unknown, opts?: { name?: string; optional?: boolean }) => unknown;
 }
 
 /** Config schema object as OpenClaw's plugin definitions carry it. */

@@ -47,7 +47,9 @@ export interface FakeApi {
     handler: (event: unknown) => unknown,
     opts?: { name?: string; description?: string },
   ) => void;
+  registerTool: (tool: unknown, opts?: { name?: string; optional?: boolean }) => void;
   // test-side views
+  tools: { factory: unknown; opts?: { name?: string; optional?: boolean } }[];
   registrations: Registration[];
   internal: InternalRegistration[];
   logs: Record<"debug" | "info" | "warn" | "error", string[]>;
@@ -59,6 +61,7 @@ export interface FakeApi {
 export function makeFakeApi(pluginConfig: Record<string, unknown>): FakeApi {
   const registrations: Registration[] = [];
   const internal: InternalRegistration[] = [];
+  const tools: FakeApi["tools"] = [];
   const logs: FakeApi["logs"] = { debug: [], info: [], warn: [], error: [] };
   const api: FakeApi = {
     id: "sessionhub",
@@ -79,6 +82,10 @@ export function makeFakeApi(pluginConfig: Record<string, unknown>): FakeApi {
       if (!opts?.name) throw new Error("hook registration missing name");
       internal.push({ events: Array.isArray(events) ? events : [events], handler, opts });
     },
+    registerTool(factory, opts) {
+      tools.push({ factory, opts });
+    },
+    tools,
     registrations,
     internal,
     logs,

@@ -21,6 +21,7 @@ export type Failure =
 export interface RecordedRequest {
   path: string;
   authorization: string | undefined;
+  headers: Record<string, string | string[] | undefined>;
   body: unknown;
   raw: string;
   status: number;
@@ -54,6 +55,25 @@ export class StandinServer {
   /** Preamble per session id; `defaultPreamble` otherwise. */
   readonly preambles = new Map<string, string>();
   defaultPreamble = "";
+  /** Failure applied to MCP requests while set. */
+  mcpFailure: Failure | null = null;
+  /** The answer to an MCP request: by default a tool result echoing the tool's name. */
+  mcpAnswer: (body: unknown) => { status: number; body: unknown } = (body) => {
+    const request = body as { id?: unknown; params?: { name?: string } };
+    const data = { tool: request.params?.name ?? "" };
+    return {
+      status: 200,
+      body: {
+        jsonrpc: "2.0",
+        id: request.id ?? null,
+        result: { content: [{ type: "text", text: JSON.stringify(data) }], isError: false, structuredContent: data },
+      },
+    };
+  };
+
+  mcpRequests(): RecordedRequest[] {
+    return this.requests.filter((r) => r.path === "/api/v1/mcp");
+  }
 
   constructor(token = "test-token") {
     this.token = token;
@@ -147,6 +167,7 @@ export class StandinServer {
       const entry: RecordedRequest = {
         path,
         authorization: req.headers.authorization,
+        headers: req.headers,
         body,
         raw,
         status: 0,
@@ -165,6 +186,11 @@ export class StandinServer {
 
       if (path === "/api/v1/hooks/openclaw") return this.handleHooks(entry, body, res, send);
       if (path === "/api/v1/continuity") return this.handleContinuity(entry, body, res, send);
+      if (path === "/api/v1/mcp") {
+        if (this.mcpFailure && this.applyFailure(this.mcpFailure, res, send)) return;
+        const answer = this.mcpAnswer(body);
+        return send(answer.status, answer.body);
+      }
       return send(404, { error: "not found" });
     });
   }

@@ -1,0 +1,1 @@
+"""SessionHub's MCP endpoint: the team's memory as tools an agent calls mid-session."""
