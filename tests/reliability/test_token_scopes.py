@@ -132,6 +132,7 @@ def test_an_ingest_only_token_gets_the_preamble_and_nothing_else(
         "keywords",
         "created_at",
         "stage",
+        "reason",
     }
     # Around it: the pin by id, the prior session by continuing from it, its memory.
     new = answer.json()["session_id"]
