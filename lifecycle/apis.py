@@ -88,8 +88,7 @@ class _IngestView(APIView):
         return bodies
 
     def store(self, token: ApiToken, bodies: list[Any]) -> Response:
-        """Ingest the events and answer with the per-event results (also the short way's
-        answer: ``lifecycle.fast_path``)."""
+        """Ingest the events and answer with the per-event results."""
         results = services.events_ingest(
             team=token.team, bodies=bodies, adapter=services.adapter_for(self.source, token)
         )

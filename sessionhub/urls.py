@@ -16,6 +16,7 @@ api_v1 = [
 
 # Under /api/ an unrouted path answers in the API's error shape, not as an HTML page.
 handler404 = "sessionhub.errors.not_found"
+handler400 = "sessionhub.errors.bad_request"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
