@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sessionhub.db.statements import Compiled
 from sessionhub.models import ApiToken, Team
 from sessionhub.text.redaction import redact_key, redact_text, redact_value, unchanged
 
@@ -34,7 +35,6 @@ from .ingest.fold import crashed_sessions_close
 from .ingest.outbox import outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
-from .ingest.statements import Compiled
 from .ingest.store import events_store
 from .models import Agent, Session, Source
 

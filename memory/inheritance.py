@@ -12,8 +12,8 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from lifecycle.ingest.statements import Compiled, model_from_row
 from lifecycle.models import Agent, Session
+from sessionhub.db.statements import Compiled, model_from_row
 
 from .models import Pin
 from .scoring import Prior, decayed_confidence, knobs

@@ -17,8 +17,8 @@ from django.db import connection
 from django.db.models import BigIntegerField, F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Cast
 
-from lifecycle.ingest.statements import Compiled
 from lifecycle.models import Session, SessionStatus, foreground_q
+from sessionhub.db.statements import Compiled
 
 from . import features as feature_lib
 from .models import SessionFeatures, Summary

@@ -25,14 +25,14 @@ from django.db import connection, transaction
 from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
 
-from lifecycle.ingest.statements import (
+from lifecycle.models import Session
+from sessionhub.db.statements import (
     Compiled,
     column_of,
     concrete_fields,
     json_document,
     server_bound_cursor,
 )
-from lifecycle.models import Session
 
 from .models import ContinuityRecord, McpCall
 

@@ -17,7 +17,7 @@ from sessionhub.text.redaction import RULES_VERSION
 
 from ..adapters import NormalizedEvent
 from ..models import OPEN_STATUSES, Agent, LifecycleEvent, Session
-from .statements import _sessions_locked
+from .statements import sessions_locked
 
 logger = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ def _sessions_resolve(
     if not wanted:
         return {}, []
 
-    found = _sessions_locked(team, list(wanted))
+    found = sessions_locked(team, list(wanted))
     _sessions_roll_over(team, events, found)
     missing = [key for key in wanted if key not in found]
     if missing:
@@ -112,7 +112,7 @@ def _sessions_resolve(
         Session.objects.bulk_create(
             [_new_session(team, wanted[key], agents) for key in missing], ignore_conflicts=True
         )
-        found.update(_sessions_locked(team, missing))
+        found.update(sessions_locked(team, missing))
     by_session: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
     for event in events:
         if event.session_external_id:

@@ -36,6 +36,7 @@ from django.conf import settings
 from django.db import connection
 from psycopg.types.json import Jsonb
 
+from sessionhub.db.statements import column_of, concrete_fields, server_bound_cursor
 from sessionhub.models import Team
 
 from ..adapters import NormalizedEvent
@@ -43,13 +44,7 @@ from ..models import EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import FOLD_FIELDS, USER_TRIGGER, FoldEvent, apply
 from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, DUPLICATE
-from .statements import (
-    INSERT_COLUMNS,
-    column_of,
-    concrete_fields,
-    event_row,
-    server_bound_cursor,
-)
+from .statements import INSERT_COLUMNS, event_row
 
 # The kinds that never move an active session: they add to its counters and times only.
 QUIET_KINDS = frozenset(
