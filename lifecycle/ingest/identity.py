@@ -22,7 +22,7 @@ from .statements import sessions_locked
 logger = logging.getLogger(__name__)
 
 
-def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
+def orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
     """Give new sessions the events that came, by their key alone, before they existed.
 
     One read of which keys have such events (usually none) and, when some do, one UPDATE
@@ -92,7 +92,7 @@ def _agents_resolve(
     return found
 
 
-def _sessions_resolve(
+def sessions_resolve(
     team: Team, events: Sequence[NormalizedEvent]
 ) -> tuple[dict[tuple[str, str], Session], list[tuple[str, str]]]:
     """Every session named by id, created when new, locked for this transaction; and
@@ -196,7 +196,7 @@ def _fill_blanks(session: Session, events: Iterable[NormalizedEvent]) -> None:
                 setattr(session, name, value[:limit])
 
 
-def _sessions_by_key(
+def sessions_by_key(
     team: Team, events: Sequence[NormalizedEvent], sessions: dict[tuple[str, str], Session]
 ) -> dict[tuple[str, str], Session | None]:
     """Sessions for events that carry only a session key: the newest open one with that key."""
@@ -222,7 +222,7 @@ def _sessions_by_key(
     return resolved
 
 
-def _session_of(
+def session_of(
     event: NormalizedEvent,
     sessions: dict[tuple[str, str], Session],
     by_key: dict[tuple[str, str], Session | None],
