@@ -12,7 +12,7 @@ from memory.pipeline import reredact_everything
 from sessionhub.text.redaction import RULES_VERSION
 
 
-def advance(bar: tqdm, note: str) -> None:
+def _advance(bar: tqdm, note: str) -> None:
     bar.set_postfix_str(note)
     bar.update(1)
 
@@ -23,7 +23,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         with tqdm(desc=f"re-redact (rules v{RULES_VERSION})", unit="table", file=sys.stderr) as bar:
             changed = reredact_everything(
-                progress=lambda name, count: advance(bar, f"{name}: {count}")
+                progress=lambda name, count: _advance(bar, f"{name}: {count}")
             )
         for name, count in changed.items():
             self.stdout.write(f"{name}: {count} row(s) re-redacted")
