@@ -32,7 +32,7 @@ from .adapters import gemini_cli as gemini_cli_adapter
 from .adapters import openclaw as openclaw_adapter
 from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
-from .ingest.outbox import outbox_sweep
+from .ingest.outbox import memory_caught_up, memory_waiting, outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
 from .ingest.store import events_store
@@ -49,6 +49,8 @@ __all__ = [
     "crashed_sessions_close",
     "embedded_housekeeping",
     "events_ingest",
+    "memory_caught_up",
+    "memory_waiting",
     "outbox_sweep",
     "session_for_continuity",
 ]

@@ -23,6 +23,7 @@ from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from lifecycle import services as lifecycle_services
 from lifecycle.adapters import tool_io
 from lifecycle.models import (
     OPEN_STATUSES,
@@ -462,13 +463,7 @@ def session_process(session_id: str) -> bool:
         if summarize:
             summary_build(session, texts)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
-    # Clear the outbox mark only if no event came in meanwhile (a newer mark means another
-    # run is queued and will see those events). The time of the run paces the next one
-    # that ingestion queues for a busy session (lifecycle.ingest.outbox.settle_delay).
-    Session.objects.filter(pk=session.pk, memory_dirty_at=dirty_mark).update(
-        memory_dirty_at=None, memory_cursor=cursor, memory_run_at=timezone.now()
-    )
-    Session.objects.filter(pk=session.pk, memory_cursor__lt=cursor).update(memory_cursor=cursor)
+    lifecycle_services.memory_caught_up(str(session.pk), dirty_mark=dirty_mark, cursor=cursor)
     return True
 
 
@@ -490,11 +485,7 @@ def session_process_until_clean(
     for _ in range(rounds):
         if not session_process(session_id):
             return False
-        waiting = (
-            Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
-            .values_list("status", flat=True)
-            .first()
-        )
+        waiting = lifecycle_services.memory_waiting(session_id)
         if waiting is None:
             return True
         if settle_open and waiting in OPEN_STATUSES:
@@ -503,13 +494,8 @@ def session_process_until_clean(
 
 
 def session_waiting(session_id: str) -> str | None:
-    """The status of a session whose events wait for its memory (its outbox mark is
-    set); None when nothing waits."""
-    return (
-        Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
-        .values_list("status", flat=True)
-        .first()
-    )
+    """The status of a session whose events wait for its memory; None when none do."""
+    return lifecycle_services.memory_waiting(session_id)
 
 
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:
