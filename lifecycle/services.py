@@ -36,7 +36,7 @@ from .ingest.outbox import memory_caught_up, memory_waiting, outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
 from .ingest.store import events_store
-from .models import Agent, Session, Source
+from .models import Agent, LifecycleEvent, Session, Source
 
 # The way in: what views, tasks and the memory app call. The parts live in ingest/.
 __all__ = [
@@ -51,7 +51,9 @@ __all__ = [
     "events_ingest",
     "memory_caught_up",
     "memory_waiting",
+    "orphan_events_delete",
     "outbox_sweep",
+    "session_delete_if_closed",
     "session_for_continuity",
 ]
 
@@ -258,3 +260,24 @@ def session_for_continuity(
         team=team, source=source, external_id=external_id, defaults={"agent": agent}
     )
     return session
+
+
+def session_delete_if_closed(session: Session) -> bool:
+    """Delete a closed session with everything hanging off it, if it is still closed as
+    it was read (retention archives it first): locked as ingestion locks it, so a resume
+    that lands meanwhile keeps it. Whether it was deleted."""
+    with transaction.atomic():
+        unchanged = Session.objects.select_for_update().filter(
+            pk=session.pk, status=session.status, ended_at=session.ended_at
+        )
+        if not unchanged.exists():
+            return False
+        deleted, _ = unchanged.delete()
+    return bool(deleted)
+
+
+def orphan_events_delete(ids: Sequence[int]) -> int:
+    """Delete these events if they still belong to no session (retention archives them
+    first; one adopted meanwhile stays). How many were deleted."""
+    deleted, _ = LifecycleEvent.objects.filter(pk__in=ids, session__isnull=True).delete()
+    return deleted
