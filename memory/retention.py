@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
@@ -81,7 +82,7 @@ def expired_sessions(
             rows = agent_rows.filter(Q(ended_at__gt=ended_at) | Q(ended_at=ended_at, pk__gt=pk))
 
 
-def _write_archive(path: Path, doc: dict, *, items: str = "sessions") -> None:
+def _write_archive(path: Path, doc: dict[str, Any], *, items: str = "sessions") -> None:
     """Write atomically and durably, then read it back: the delete depends on it. The read
     must give back the ids of ``doc[items]``, in order."""
     path.parent.mkdir(parents=True, exist_ok=True)

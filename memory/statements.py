@@ -38,7 +38,7 @@ from .models import ContinuityRecord, McpCall
 
 
 @functools.cache
-def _record_fields() -> list[Field]:
+def _record_fields() -> list[Field[Any, Any]]:
     """The record's columns as the INSERT names them: every concrete field but the id."""
     return [f for f in ContinuityRecord._meta.concrete_fields if not f.primary_key]
 

@@ -31,7 +31,7 @@ from .exceptions import ApiError
 logger = logging.getLogger(__name__)
 
 
-class ApiErrorSerializer(serializers.Serializer):
+class ApiErrorSerializer(serializers.Serializer[Any]):
     """The one error shape, as the OpenAPI schema publishes it (component ``ApiError``)."""
 
     message = serializers.CharField()

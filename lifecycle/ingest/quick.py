@@ -40,8 +40,8 @@ from sessionhub.db.statements import column_of, concrete_fields, server_bound_cu
 from sessionhub.models import Team
 
 from ..adapters import NormalizedEvent
-from ..models import EventKind, LifecycleEvent, Session, SessionStatus
-from ..state import FOLD_FIELDS, USER_TRIGGER, FoldEvent, apply
+from ..models import USER_TRIGGER, EventKind, LifecycleEvent, Session, SessionStatus
+from ..state import FOLD_FIELDS, FoldEvent, apply
 from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, DUPLICATE
 from .statements import INSERT_COLUMNS, event_row

@@ -138,7 +138,7 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         )
 
 
-def _column_types(fields: Sequence[Field]) -> list[str]:
+def _column_types(fields: Sequence[Field[Any, Any]]) -> list[str]:
     """The type PostgreSQL should read a value for each field's column as (character
     columns unbounded, so the assignment itself checks the length)."""
     return [
@@ -149,7 +149,7 @@ def _column_types(fields: Sequence[Field]) -> list[str]:
     ]
 
 
-def _assignments_from_v(fields: Sequence[Field]) -> str:
+def _assignments_from_v(fields: Sequence[Field[Any, Any]]) -> str:
     quote = connection.ops.quote_name
     return ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
 

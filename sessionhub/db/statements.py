@@ -19,15 +19,15 @@ from psycopg.types.json import Jsonb
 ModelT = TypeVar("ModelT", bound=Model)
 
 
-def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field]:
+def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field[Any, Any]]:
     """The model's fields of these names, each a column of its table."""
     fields = [model._meta.get_field(name) for name in names]
     for field in fields:
         assert isinstance(field, Field) and field.column, field  # a column, not a relation
-    return cast(list[Field], fields)
+    return cast(list[Field[Any, Any]], fields)
 
 
-def column_of(field: Field) -> str:
+def column_of(field: Field[Any, Any]) -> str:
     """A concrete field's column name (the stubs allow None, which only relations have)."""
     assert field.column, field
     return field.column
@@ -150,7 +150,8 @@ class Compiled:
         bound = dict(zip(self.stand_ins, values, strict=True))
         with server_bound_cursor(prepared=True) as cursor:
             cursor.execute(sql, [bound.get(p, p) for p in params])
-            return cursor.fetchall()
+            rows: list[tuple[Any, ...]] = cursor.fetchall()
+            return rows
 
     def instances(self, *values: Any) -> list[Any]:
         """The queryset's model instances for these values (a queryset of whole rows of
