@@ -24,7 +24,7 @@ def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field[Any,
     fields = [model._meta.get_field(name) for name in names]
     for field in fields:
         assert isinstance(field, Field) and field.column, field  # a column, not a relation
-    return cast(list[Field[Any, Any]], fields)
+    return cast("list[Field[Any, Any]]", fields)
 
 
 def column_of(field: Field[Any, Any]) -> str:
