@@ -23,6 +23,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import pins as pin_services
+from memory.curated import pinned_by_of
 from memory.models import Pin
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
@@ -211,7 +212,9 @@ def agent_detail(request: MemberRequest, agent_id: str) -> HttpResponse:
     form = PinForm(request.POST, prefix="new")
     if form.is_valid():
         try:
-            pin = pin_services.pin_create(agent=agent, **form.cleaned_data)
+            pin = pin_services.pin_create(
+                agent=agent, pinned_by=pinned_by_of(user=request.user), **form.cleaned_data
+            )
         except ApiError as exc:
             form.add_error(None, exc.message)
         else:

@@ -26,6 +26,7 @@ from sessionhub.exceptions import ApiError
 from sessionhub.text.redaction import RULES_VERSION
 
 from .continuity import continuity_continue
+from .curated import pinned_by_of
 from .export import session_export
 from .models import (
     ContinuityRecord,
@@ -49,15 +50,23 @@ class PinAdmin(TeamScopedAdmin):
         "team",
         "priority",
         "pinned_at",
+        "pinned_by",
         "unpinned_at",
         "origin_session",
         "inherited_into",
     ]
     list_filter = ["priority", ("unpinned_at", admin.EmptyFieldListFilter), "team"]
+    readonly_fields = ["pinned_by"]
     search_fields = ["label", "content", "agent__name", "agent__external_id"]
     raw_id_fields = ["agent", "origin_session", "inherited_from", "inherited_into"]
     date_hierarchy = "pinned_at"
     list_select_related = ["agent", "team", "origin_session", "inherited_into"]
+
+    def save_model(self, request: HttpRequest, obj: Pin, form: Any, change: bool) -> None:
+        """A pin added here is the admin's: the preamble names them as its author."""
+        if not change and not obj.pinned_by and obj.inherited_from_id is None:
+            obj.pinned_by = pinned_by_of(user=request.user)
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(StreamTail)

@@ -27,6 +27,7 @@ from sessionhub.resilience import breaker_for, throttled
 
 from . import pins as pin_services
 from .continuity import continuity_build, continuity_continue, record_as_dict
+from .curated import pinned_by_of
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
 from .selectors import session_memory
@@ -61,6 +62,7 @@ class PinSerializer(serializers.ModelSerializer):
             "content",
             "priority",
             "pinned_at",
+            "pinned_by",
             "unpinned_at",
             "is_active",
             "origin_session",
@@ -152,6 +154,7 @@ class AgentPinsApi(APIView):
             content=data.validated_data["content"],
             priority=data.validated_data["priority"],
             origin_session=origin,
+            pinned_by=pinned_by_of(token=caller(request).token),
         )
         return Response(PinSerializer(pin).data, status=status.HTTP_201_CREATED)
 
