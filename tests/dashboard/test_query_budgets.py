@@ -44,6 +44,7 @@ PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
     ),
     "session": (lambda w: reverse("dashboard:session", args=[w["session"].pk]), 16),
     "agents": (lambda w: reverse("dashboard:agents"), 4),
+    "open work": (lambda w: reverse("dashboard:board"), 4),
     "agent": (lambda w: reverse("dashboard:agent", args=[w["agent"].pk]), 7),
     "live sessions": (
         lambda w: (
