@@ -22,7 +22,7 @@ from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from memory import board
+from memory import board, usage
 from memory import pins as pin_services
 from memory.curated import pinned_by_of
 from memory.models import Pin
@@ -101,7 +101,16 @@ def overview(request: MemberRequest) -> HttpResponse:
         days = 14
     days = days if days in OVERVIEW_DAYS else 14
     data = presenters.overview(request.team, days=days)
-    return _page(request, "dashboard/overview.html", {"data": data, "day_choices": OVERVIEW_DAYS})
+    return _page(
+        request,
+        "dashboard/overview.html",
+        {
+            "data": data,
+            "day_choices": OVERVIEW_DAYS,
+            # Did memory help? This week's figure, whatever the period shown.
+            "memory_help": usage.usage_figure(request.team, days=7),
+        },
+    )
 
 
 @member_view
