@@ -11,11 +11,12 @@ from typing import Any
 import pytest
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from lifecycle.models import Session
-from memory.models import ContinuityRecord, McpCall
-from memory.usage import usage_figure
+from memory.models import ContinuityRecord, McpCall, Pin, SessionFeatures
+from memory.usage import usage_figure, usage_judge
 from sessionhub.models import Team
 from tests.factories import (
     ContinuityRecordFactory,
@@ -155,3 +156,43 @@ def test_the_figure_is_the_teams_alone_and_only_this_week(team: Team, other_team
     assert (figure.offered, figure.used, figure.percent) == (4, 1, 25)
     assert usage_figure(other_team).used == 0
     assert Session.objects.count() == 2 and not McpCall.objects.exists()
+
+
+def test_an_mcp_answers_items_are_judged_against_the_session(team: Team) -> None:
+    """The task ids, files and pins an answer names: used when the session then closes,
+    touches or follows them."""
+    session = SessionFactory(agent__team=team, cwd="/w")
+    pin = Pin.objects.create(
+        team=team,
+        agent=session.agent,
+        label="deploys",
+        content="staging first, then production",
+        pinned_at=timezone.now(),
+    )
+    call = McpCall.objects.create(
+        team=team,
+        session=session,
+        requested_by="token:x",
+        tool="search_memory",
+        answer="task-77 is open (see billing/invoice.py); task-78 waits on docs/notes.md",
+        returned_pins=[pin.pk],
+        created_at=timezone.now(),
+    )
+    texts = {
+        "prompts": ["finish task-77"],
+        "tools": ["/w/billing/invoice.py", "deploy to staging first then production"],
+        "finals": ["task-77 done."],
+    }
+    features = SessionFeatures(team=team, session=session, done_tasks=["task-77"])
+    assert usage_judge(session, texts, features, None) == 1
+    call.refresh_from_db()
+    used = {i["text"]: i["how"] for i in call.usage["items"]}
+    assert used == {
+        "task-77": "closed it",
+        "task-78": "",
+        "billing/invoice.py": "touched it",
+        "docs/notes.md": "",
+        "deploys: staging first, then production": "followed it",
+    }
+    assert (call.items_used, call.items_offered) == (3, 5)
+    assert usage_figure(team).mcp_percent == 60
