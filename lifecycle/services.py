@@ -104,7 +104,9 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
             )
             continue
         valid.append((index, _redacted(event)))
-        results.append(EventResult(index=index, status=ACCEPTED, event_id=event.event_id))
+        results.append(
+            EventResult(index=index, status=ACCEPTED, event_id=event.event_id, kind=event.kind)
+        )
     if len(valid) == 1 and quiet(valid[0][1]):
         quick = event_store_quiet(team=team, event=valid[0][1], received_at=now)
         if quick is not None:

@@ -57,6 +57,7 @@ from .summaries import (
     summarize_extractive,
     summarize_llm,
 )
+from .usage import usage_judge
 
 logger = logging.getLogger(__name__)
 
@@ -459,9 +460,11 @@ def session_process(session_id: str) -> bool:
     summarize = _wants_summary(session, new_events)
     if summarize or _wants_features(session, new_events):
         texts = _texts(session)
-        _features_refresh(session, texts)
+        features = _features_refresh(session, texts)
         if summarize:
-            summary_build(session, texts)
+            summary = summary_build(session, texts)
+            # Did the memory it was handed help? Judged against what it has done so far.
+            usage_judge(session, texts, features, summary)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
     lifecycle_services.memory_caught_up(str(session.pk), dirty_mark=dirty_mark, cursor=cursor)
     return True
@@ -544,7 +547,7 @@ def reredact_everything(
         (Observation, ["input_digest", "output_digest"]),
         (Summary, [*Summary.SECTIONS, "final_message", "outcome_detail"]),
         (SessionFeatures, ["hot_topics", "active_projects", "pending_tasks"]),
-        (ContinuityRecord, ["preamble", "keywords", "inherited_pins"]),
+        (ContinuityRecord, ["preamble", "keywords", "inherited_pins", "curated_pins", "usage"]),
         (Session, ["cwd", "project", "session_key", "channel"]),
         # An agent's external id is its identity: new events are matched against it with
         # the rules of their own day, so it is left as it was stored.
