@@ -22,7 +22,14 @@ from django.utils import timezone
 
 from sessionhub.db.statements import Compiled
 from sessionhub.models import ApiToken, Team
-from sessionhub.text.redaction import redact_key, redact_text, redact_value, unchanged
+from sessionhub.text.redaction import (
+    has_random_run,
+    redact_identifier,
+    redact_key,
+    redact_text,
+    redact_value,
+    unchanged,
+)
 
 from .adapters import EventInvalid, NormalizedEvent
 from .adapters import canonical as canonical_adapter
@@ -202,7 +209,7 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         event.project,
         memo=memo,
         longest=MAX_STORED_STRING,
-    ):
+    ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
         return event
     changes: dict[str, Any] = {}
     for name in ("payload", "facts"):
@@ -212,7 +219,11 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         changes[name] = trim_strings(redact_value(value, memo, copy=False))
     for name in ("agent_name", "channel", "cwd", "project"):
         value = getattr(event, name)
-        redacted = redact_value(value, memo)
+        redacted: object
+        if name in ("cwd", "project"):
+            redacted = redact_identifier(value)  # paths: random-looking folders too
+        else:
+            redacted = redact_value(value, memo)
         if redacted != value:
             changes[name] = redacted
     return replace(event, **changes)
