@@ -36,7 +36,8 @@ from memory.models import (
 )
 from memory.pins import active_pins
 from memory.summaries import SECTIONS
-from sessionhub.models import Team
+from sessionhub.models import ApiToken, Team
+from sessionhub.refusals import refusals_fold
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -63,6 +64,13 @@ def user_teams(user: User) -> list[Team]:
     if not user.is_authenticated:
         return []
     return list(Team.objects.filter(memberships__user_id=user.pk).order_by("name", "pk"))
+
+
+def tokens_of(team: Team) -> list[ApiToken]:
+    """A team's API tokens, newest first, their refused requests brought up to date."""
+    tokens = list(ApiToken.objects.filter(team=team).order_by("revoked_at", "-created_at"))
+    refusals_fold(tokens)
+    return tokens
 
 
 def team_pick(teams: Sequence[Team], slug: str | None) -> Team | None:

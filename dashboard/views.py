@@ -27,7 +27,8 @@ from memory.models import Pin
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
 from sessionhub.exceptions import ApiError
-from sessionhub.models import Team
+from sessionhub.models import Membership, Team
+from sessionhub.services import membership_add
 
 from . import presenters, selectors
 from .forms import PinForm, SessionFilterForm, TeamSwitchForm
@@ -85,7 +86,35 @@ def _page(
 
 
 def _no_team(request: MemberRequest) -> HttpResponse:
-    return _page(request, "dashboard/no_team.html", {})
+    # A superuser is never stuck here: they see every team and may join one.
+    joinable = list(Team.objects.order_by("name", "pk")) if request.user.is_superuser else []
+    return _page(request, "dashboard/no_team.html", {"joinable": joinable})
+
+
+@require_POST
+@member_view
+def team_join(request: MemberRequest) -> HttpResponse:
+    """A superuser joins a team as its admin (the picker of the "no team" page)."""
+    if not request.user.is_superuser:
+        raise Http404("No such page")
+    form = TeamSwitchForm(request.POST)
+    team = Team.objects.filter(slug=form.data.get("team", "")).first() if form.is_valid() else None
+    if team is None:
+        raise Http404("No such team")
+    membership_add(team=team, user=request.user, role=Membership.Role.ADMIN)
+    _audit(request, team, CHANGE, f"Joined as admin from the dashboard: {request.user}")
+    request.session[TEAM_SESSION_KEY] = team.slug
+    messages.success(request, f"You joined {team.name} as an admin.")
+    return redirect("dashboard:overview")
+
+
+@member_view
+def token_list(request: MemberRequest) -> HttpResponse:
+    """The current team's API tokens: last request, last event stored, refused requests."""
+    if request.team is None:
+        return _no_team(request)
+    tokens = selectors.tokens_of(request.team)
+    return _page(request, "dashboard/token_list.html", {"tokens": tokens})
 
 
 @member_view

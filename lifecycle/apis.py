@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessionhub.authentication import caller
+from sessionhub.authentication import caller, token_event_seen
 from sessionhub.errors import ApiErrorSerializer, error_body
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 from sessionhub.models import ApiToken
@@ -96,6 +96,8 @@ class _IngestView(APIView):
         counts = {s: 0 for s in (services.ACCEPTED, services.DUPLICATE, services.REJECTED)}
         for result in results:
             counts[result.status] += 1
+        if counts[services.ACCEPTED]:
+            token_event_seen(token)  # a write at most once a minute per token
         payload = {
             "accepted": counts[services.ACCEPTED],
             "duplicates": counts[services.DUPLICATE],
