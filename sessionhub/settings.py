@@ -320,6 +320,8 @@ SESSIONHUB = {
     "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
     "TOKEN_LAST_USED_RESOLUTION": timedelta(minutes=1),
+    # An agent's "last seen" moves with its events, written at most this often.
+    "AGENT_LAST_SEEN_RESOLUTION": timedelta(minutes=1),
     "TOKEN_CACHE_SECONDS": env.int("SESSIONHUB_TOKEN_CACHE_SECONDS", default=5),
     # memory
     "TAIL_TOKENS": env.int("SESSIONHUB_TAIL_TOKENS", default=100),

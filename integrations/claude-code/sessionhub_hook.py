@@ -1155,6 +1155,57 @@ def transcript_turn_state(path: str) -> dict | None:
     return None
 
 
+USAGE_FIELDS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_input_tokens", "cache_read"),
+    ("cache_creation_input_tokens", "cache_write"),
+)
+
+
+def transcript_turn_usage(path: str) -> dict | None:
+    """The tokens the main conversation's last turn used: the ``usage`` of each assistant
+    message since the user's last prompt, summed (input, output, cache reads and writes)
+    with the model. Claude Code writes one line per content block of a message, each with
+    the message's usage so far: the last line of each message id counts, once."""
+    by_message: dict = {}
+    model = ""
+    for record in _records_from_the_end(path):
+        if record.get("isSidechain"):
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        if record.get("type") == "user":
+            content = message.get("content")
+            if isinstance(content, str) and content.strip():
+                break  # the prompt that opened the turn
+            if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "text" for b in content
+            ):
+                break
+            continue
+        usage = message.get("usage")
+        if not isinstance(usage, dict) or message.get("model") == "<synthetic>":
+            continue
+        key = message.get("id") or id(record)
+        if key not in by_message:  # newest first: the first line met is the message's last
+            by_message[key] = usage
+            model = model or str(message.get("model") or "")
+    if not by_message:
+        return None
+    total: dict = {name: 0 for _, name in USAGE_FIELDS}
+    for usage in by_message.values():
+        for field, name in USAGE_FIELDS:
+            value = usage.get(field)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                total[name] += value
+    total["messages"] = len(by_message)
+    if model:
+        total["model"] = model[:200]
+    return total
+
+
 def _records_from_the_end(path: str) -> Iterator[dict]:
     """The user and assistant records of the transcript's last TRANSCRIPT_WINDOW bytes,
     newest first, each parsed only when asked for (the caller stops at the first that
@@ -1403,6 +1454,10 @@ def build_event(
             turn = transcript_turn_state(path)
             if turn:
                 meta["turn"] = turn
+        if path and name == "Stop":
+            usage = transcript_turn_usage(path)
+            if usage:
+                meta["usage"] = usage
     if name == "StopFailure":
         # Named by the failed message, so that the copy SessionEnd sends (Claude Code
         # may kill this hook first) is the same event.
