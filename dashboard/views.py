@@ -127,8 +127,19 @@ def overview(request: MemberRequest) -> HttpResponse:
     except ValueError:
         days = 14
     days = days if days in OVERVIEW_DAYS else 14
-    data = presenters.overview(request.team, days=days)
-    return _page(request, "dashboard/overview.html", {"data": data, "day_choices": OVERVIEW_DAYS})
+    developer = request.GET.get("developer", "")[:200]
+    project = request.GET.get("project", "")[:500]
+    data = presenters.overview(request.team, days=days, developer=developer, project=project)
+    return _page(
+        request,
+        "dashboard/overview.html",
+        {
+            "data": data,
+            "day_choices": OVERVIEW_DAYS,
+            "developers": selectors.developers_for_filter(request.team),
+            "projects": selectors.projects_for_filter(request.team),
+        },
+    )
 
 
 @member_view
@@ -141,6 +152,8 @@ def session_list(request: MemberRequest) -> HttpResponse:
         request.GET or None,
         agents=selectors.agents_for_filter(team),
         channels=selectors.channels_for_filter(team),
+        developers=selectors.developers_for_filter(team),
+        projects=selectors.projects_for_filter(team),
     )
     filters = form.filters() if request.GET else {"sort": "newest"}
     try:
@@ -179,8 +192,21 @@ def agent_list(request: MemberRequest) -> HttpResponse:
     """The current team's agents."""
     if request.team is None:
         return _no_team(request)
-    agents = selectors.agents_of(request.team)
-    return _page(request, "dashboard/agent_list.html", {"agents": agents})
+    project = request.GET.get("project", "")[:500]
+    developer = request.GET.get("developer", "")[:200]
+    agents = selectors.agents_of(request.team, project=project, developer=developer)
+    return _page(
+        request,
+        "dashboard/agent_list.html",
+        {
+            "groups": presenters.agents_by_project(agents),
+            "agents": agents,
+            "project": project,
+            "developer": developer,
+            "projects": selectors.projects_for_filter(request.team),
+            "developers": selectors.developers_for_filter(request.team),
+        },
+    )
 
 
 def _agent_page(

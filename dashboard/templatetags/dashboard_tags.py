@@ -84,3 +84,12 @@ def pretty_json(value: Any) -> str:
 def mcp_arguments(value: Any) -> str:
     """A tool call's arguments on one line (escaped by the template as usual)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)[:300]
+
+
+@register.filter
+def intcomma_plain(value: Any) -> str:
+    """An integer with thousands separators (1,234,567); anything else as it is."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
