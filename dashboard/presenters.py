@@ -86,6 +86,7 @@ class UsageRow:
     cost: float = 0.0
     unpriced: int = 0  # tokens of models the price table does not know
     href: str = ""
+    developer: str = ""  # an agent's, to tell two of one name apart
 
 
 @dataclass
@@ -239,10 +240,11 @@ def _bucket_charts(totals: dict[str, Any], days: int) -> list[Chart]:
 def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     """The agents and the projects with the most sessions in the window (eight of each)."""
     agents = list(
-        window.values_list("agent_id", "agent__name", "agent__external_id")
+        window.values_list("agent_id", "agent__name", "agent__external_id", "agent__developer")
         .annotate(n=Count("id"))
         .order_by("-n", "agent__name")[:8]
     )
+    shared = _shared_names(name for _, name, *_ in agents)
     projects = list(
         window.exclude(project="")
         .values_list("project")
@@ -252,7 +254,10 @@ def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     return [
         charts.bar_list(
             title=f"Top agents (sessions, last {days} days)",
-            labels=[name or ext for _, name, ext, _ in agents],
+            labels=[
+                f"{name} · {who}" if name in shared and who else name or ext
+                for _, name, ext, who, _ in agents
+            ],
             values=[n for *_, n in agents],
             hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
             css="c-agent",
@@ -332,6 +337,14 @@ def _priced(model: str, row: dict[str, Any]) -> tuple[int, float | None]:
     return sum(counts.values()), costs.cost(model, **counts)
 
 
+def _shared_names(names: Iterable[str]) -> set[str]:
+    """The names that more than one of these agents bear."""
+    seen: dict[str, int] = defaultdict(int)
+    for name in names:
+        seen[name] += 1
+    return {name for name, n in seen.items() if n > 1}
+
+
 def _ranked(rows: dict[Any, UsageRow]) -> list[UsageRow]:
     ranked = sorted(rows.values(), key=lambda r: (-r.tokens, -r.sessions, r.label))
     return [r for r in ranked if r.tokens][:USAGE_TOP]
@@ -352,7 +365,9 @@ def usage(
     rows = cast(
         Iterable[dict[str, Any]],
         window.annotate(day=TruncDate("started_at"))
-        .values("day", "project", "developer", "agent_id", "agent__name", "model")
+        .values(
+            "day", "project", "developer", "agent_id", "agent__name", "agent__developer", "model"
+        )
         .annotate(**_USAGE_SUMS)
         .order_by(),
     )
@@ -377,7 +392,9 @@ def usage(
             ),
         )
         for group, key, label, href in keyed:
-            entry = groups[group].setdefault(key, UsageRow(label=label, href=href))
+            entry = groups[group].setdefault(
+                key, UsageRow(label=label, href=href, developer=row["agent__developer"])
+            )
             entry.sessions += row["sessions"]
             entry.tokens += tokens
             if price is None:
@@ -422,6 +439,10 @@ def usage(
         labels=labels,
         series=cost_series,
     )
+    shared = _shared_names(r.label for r in groups["agent"].values())
+    for agent in groups["agent"].values():
+        if agent.label in shared and agent.developer:
+            agent.label = f"{agent.label} · {agent.developer}"
     return Usage(
         tokens=totals,
         total_tokens=sum(totals.values()),
