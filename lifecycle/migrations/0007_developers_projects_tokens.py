@@ -7,7 +7,6 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('lifecycle', '0006_gateway_codex_gemini_cli'),
-        ('sessionhub', '0002_token_events_and_refusals'),
     ]
 
     operations = [

@@ -10,6 +10,10 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        migrations.AlterModelOptions(
+            name='apitoken',
+            options={'ordering': ['-created_at'], 'verbose_name': 'API token'},
+        ),
         migrations.AddField(
             model_name='apitoken',
             name='last_event_at',

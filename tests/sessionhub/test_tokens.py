@@ -156,3 +156,13 @@ def test_the_tokens_page_shows_last_event_and_refusals(
     assert '<strong class="warn">2</strong>' in row and "none yet" in row
     row = page.split(f'data-prefix="{token.prefix}"')[1].split("</tr>")[0]
     assert "none yet" not in row
+
+
+def test_the_admin_names_sessionhub_and_its_models_properly(client: Client) -> None:
+    root = get_user_model().objects.create_superuser("root", password="pw-root-123456")
+    client.force_login(root)
+    page = client.get("/admin/").content.decode()
+    assert "SessionHub administration" in page
+    assert "Django administration" not in page
+    assert "LLM usage" in page and "Llm usage" not in page
+    assert "API tokens" in page and "Api tokens" not in page
