@@ -280,6 +280,7 @@ class SessionFilter(django_filters.FilterSet):
     end_reason = django_filters.MultipleChoiceFilter(choices=EndReason.choices)
     session_key = KeyFilter(limit=300)
     project = django_filters.CharFilter()
+    developer = django_filters.CharFilter()
     external_id = KeyFilter()
     started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
     started_before = UtcDateTimeFilter(field_name="started_at", lookup_expr="lt")
@@ -335,6 +336,11 @@ class SessionSerializer(serializers.ModelSerializer):
             "tool_use_count",
             "compaction_count",
             "token_count",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "developer",
             "previous_session",
             "continued_by",
         ]

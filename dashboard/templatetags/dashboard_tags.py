@@ -9,6 +9,8 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
+from dashboard import costs
+
 register = template.Library()
 
 
@@ -93,3 +95,15 @@ def intcomma_plain(value: Any) -> str:
         return f"{int(value):,}"
     except (TypeError, ValueError):
         return str(value)
+
+
+@register.filter
+def session_cost(session: Any) -> float | None:
+    """A session's estimated cost in USD (its model's prices), None when unpriced."""
+    return costs.cost(
+        session.model or "",
+        input=session.input_tokens,
+        output=session.output_tokens,
+        cache_read=session.cache_read_tokens,
+        cache_write=session.cache_write_tokens,
+    )

@@ -122,7 +122,13 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "messages_in_turn": in_turn if in_turn is not None else len(messages),
         "success": event.get("success") if isinstance(event.get("success"), bool) else None,
     }
-    usage = turn_usage(messages)
+    # The plugin sums the whole turn's usage when it sends only its last messages.
+    told_usage = event.get("turnUsage")
+    usage = (
+        turn_usage([{"role": "assistant", "usage": told_usage, "model": told_usage.get("model")}])
+        if isinstance(told_usage, dict)
+        else turn_usage(messages)
+    )
     if usage is not None:
         facts["usage"] = usage
     error = event.get("error")
