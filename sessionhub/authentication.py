@@ -102,9 +102,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if token is None:
             token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
             if token is None or not token.matches(raw):
+                if token is not None:
+                    # A token of ours with a wrong secret: its refusal is counted against
+                    # it (sessionhub.refusals); an unknown prefix is nobody's.
+                    request._refused_token_prefix = prefix  # type: ignore[attr-defined]
                 raise exceptions.AuthenticationFailed("Invalid token")
             _remember(raw, token)
         if not token.is_active:
+            request._refused_token_prefix = token.prefix  # type: ignore[attr-defined]
             raise exceptions.AuthenticationFailed("Token revoked")
         self._touch(token)
         return TokenUser(token), token

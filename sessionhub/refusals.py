@@ -4,9 +4,9 @@ shows on the dashboard's tokens page the same day.
 A refused request costs one cache increment (Redis in production, this process's memory
 in the embedded default), never a database write: a gateway with a wrong token may retry
 many times a minute. ``refusals_fold`` moves the counts into the tokens' rows when the
-tokens page or the admin reads them. Only a token whose prefix is known can be counted:
-a request with no token, or with a string that is no token of SessionHub's shape, is
-nobody's refusal.
+tokens page or the admin reads them. Only a token SessionHub has can be counted (a known
+prefix with a wrong secret, a revoked token, a token without the scope): a request with
+no token, or with a prefix no token has, is nobody's refusal and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -18,31 +18,26 @@ from django.core.cache import cache
 from django.db.models import F
 from django.utils import timezone
 
-from .models import TOKEN_PREFIX, ApiToken
+from .models import ApiToken
 
 _COUNT_KEY = "shub:refused:{}"
 _LAST_KEY = "shub:refused-at:{}"
 _KEEP_SECONDS = 7 * 86400  # a count nobody folded in a week is dropped
 
 
-def prefix_of(raw: str) -> str | None:
-    """The display prefix of a token-shaped string (``shub_<8 hex>_<secret>``)."""
-    if not raw.startswith(TOKEN_PREFIX):
-        return None
-    prefix, sep, secret = raw[len(TOKEN_PREFIX) :].partition("_")
-    if not sep or not secret or len(prefix) != 8 or not prefix.isascii() or not prefix.isalnum():
-        return None
-    return prefix
-
-
 def _presented_prefix(request: Any) -> str | None:
-    user = getattr(request, "user", None)
+    """The prefix of the token a refused request presented, when it is one of ours:
+    authentication marks a known token with a wrong secret or revoked; a token refused
+    for its scope is the request's user's. Never ``request.user`` of a request whose
+    authentication failed (DRF would try to authenticate it again)."""
+    marked = getattr(request, "_refused_token_prefix", None)
+    if isinstance(marked, str):
+        return marked
+    user = getattr(request, "_user", None)
     token = getattr(user, "token", None)
     if isinstance(token, ApiToken):
         return token.prefix  # authenticated, refused for its scope
-    meta = getattr(request, "META", {})
-    words = str(meta.get("HTTP_AUTHORIZATION", "")).split()
-    return prefix_of(words[-1]) if words else None
+    return None
 
 
 def refusal_note(request: Any, status: int) -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -166,3 +167,20 @@ def test_the_admin_names_sessionhub_and_its_models_properly(client: Client) -> N
     assert "Django administration" not in page
     assert "LLM usage" in page and "Llm usage" not in page
     assert "API tokens" in page and "Api tokens" not in page
+
+
+def test_refusals_of_unknown_or_revoked_tokens(team: Team, make_token: Any) -> None:
+    token, raw = make_token(team)
+    client = APIClient()
+    # A prefix no token has: nobody's refusal, nothing kept for it.
+    client.credentials(HTTP_AUTHORIZATION="Bearer shub_0badf00d_nothing-here")
+    assert client.get("/api/v1/whoami").status_code == 401
+    assert cache.get("shub:refused:0badf00d") is None
+    # Revoked: counted against it.
+    token.revoke()
+    client.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
+    answer = client.get("/api/v1/whoami")
+    assert answer.status_code == 401 and answer.json()["message"] == "Token revoked"
+    refusals_fold(ApiToken.objects.all())
+    token.refresh_from_db()
+    assert token.refused_count == 1
