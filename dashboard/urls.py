@@ -16,6 +16,8 @@ urlpatterns = [
     path("pins/<int:pin_id>/edit", views.pin_edit, name="pin-edit"),
     path("pins/<int:pin_id>/unpin", views.pin_unpin, name="pin-unpin"),
     path("team", views.team_switch, name="team-switch"),
+    path("team/join", views.team_join, name="team-join"),
+    path("tokens/", views.token_list, name="tokens"),
     path("live/sessions", views.live_sessions, name="live-sessions"),
     path("live/sessions/<str:session_id>", views.live_session, name="live-session"),
 ]

@@ -20,7 +20,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessionhub.authentication import caller
+from sessionhub.authentication import caller, token_event_seen
 from sessionhub.errors import ApiErrorSerializer, error_body
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 from sessionhub.models import ApiToken
@@ -103,6 +103,8 @@ class _IngestView(APIView):
         counts = {s: 0 for s in (services.ACCEPTED, services.DUPLICATE, services.REJECTED)}
         for result in results:
             counts[result.status] += 1
+        if counts[services.ACCEPTED]:
+            token_event_seen(token)  # a write at most once a minute per token
         payload: dict[str, Any] = {
             "accepted": counts[services.ACCEPTED],
             "duplicates": counts[services.DUPLICATE],
@@ -312,6 +314,7 @@ class SessionFilter(django_filters.FilterSet):
     end_reason = django_filters.MultipleChoiceFilter(choices=EndReason.choices)
     session_key = KeyFilter(limit=300)
     project = django_filters.CharFilter()
+    developer = django_filters.CharFilter()
     external_id = KeyFilter()
     started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
     started_before = UtcDateTimeFilter(field_name="started_at", lookup_expr="lt")
@@ -367,6 +370,11 @@ class SessionSerializer(serializers.ModelSerializer):
             "tool_use_count",
             "compaction_count",
             "token_count",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "developer",
             "previous_session",
             "continued_by",
         ]

@@ -39,6 +39,7 @@ from .adapters import gemini_cli as gemini_cli_adapter
 from .adapters import openclaw as openclaw_adapter
 from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
+from .ingest.identity import agents_seen
 from .ingest.outbox import memory_caught_up, memory_waiting, outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
@@ -118,6 +119,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
         quick = event_store_quiet(team=team, event=valid[0][1], received_at=now)
         if quick is not None:
             results[valid[0][0]].status, results[valid[0][0]].session_id = quick
+            agents_seen(team, [valid[0][1]], now)
             embedded_housekeeping(now)
             return results
     parts = _split_at_new_sessions(valid)
@@ -135,6 +137,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
                     continue
                 result.status = status
                 result.session_id = session_id
+    agents_seen(team, [event for _, event in valid], now)
     embedded_housekeeping(now)
     return results
 
@@ -207,6 +210,7 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         event.channel,
         event.cwd,
         event.project,
+        event.developer,
         memo=memo,
         longest=MAX_STORED_STRING,
     ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
@@ -217,7 +221,7 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         # The adapters' payload and facts are their own: redacted in place of a copy when
         # nothing changes, and copied by the trim in any case.
         changes[name] = trim_strings(redact_value(value, memo, copy=False))
-    for name in ("agent_name", "channel", "cwd", "project"):
+    for name in ("agent_name", "channel", "cwd", "project", "developer"):
         value = getattr(event, name)
         redacted: object
         if name in ("cwd", "project"):

@@ -196,6 +196,12 @@ class McpCallAdmin(ReadOnlyAdmin):
         return reverse("dashboard:session", args=[record.session_id]) + "#mcp"
 
 
+# "LLM usage", not Django's "Llm usages". Set here rather than in the model's Meta, which
+# would take a migration of the memory app for a label alone.
+LlmUsage._meta.verbose_name = "LLM usage"
+LlmUsage._meta.verbose_name_plural = "LLM usage"
+
+
 @admin.register(LlmUsage)
 class LlmUsageAdmin(TeamScopedAdmin):
     list_display = ["team", "day", "tokens", "calls"]

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
@@ -78,6 +79,7 @@ def _agents_resolve(
                     external_id=external_id,
                     name=wanted[(source, external_id)].agent_name[:300],
                     project=wanted[(source, external_id)].project[:500],
+                    developer=wanted[(source, external_id)].developer[:200],
                     last_seen_at=now,
                     redaction_version=RULES_VERSION,
                 )
@@ -90,6 +92,38 @@ def _agents_resolve(
             query |= Q(source=source, external_id=external_id)
         found.update({(a.source, a.external_id): a for a in Agent.objects.filter(query, team=team)})
     return found
+
+
+# (team, source, agent external id) → when this process last moved the agent's last_seen_at
+_agents_seen: dict[tuple[int, str, str], float] = {}
+_AGENTS_SEEN_MAX = 10_000
+
+
+def agents_seen(team: Team, events: Iterable[NormalizedEvent], now: datetime) -> None:
+    """Move the agents' ``last_seen_at`` to ``now``: one UPDATE for the agents this process
+    has not moved for ``AGENT_LAST_SEEN_RESOLUTION``, and nothing at all (no query) for the
+    usual request, whose agent it moved a moment ago."""
+    resolution = settings.SESSIONHUB["AGENT_LAST_SEEN_RESOLUTION"]
+    tick = now.timestamp()
+    due = {
+        (team.pk, event.source, event.agent_external_id)
+        for event in events
+        if event.agent_external_id
+        and tick - _agents_seen.get((team.pk, event.source, event.agent_external_id), 0.0)
+        >= resolution.total_seconds()
+    }
+    if not due:
+        return
+    match = Q()
+    for _, source, external_id in due:
+        match |= Q(source=source, external_id=external_id)
+    Agent.objects.filter(match, team=team).filter(
+        Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=now - resolution)
+    ).update(last_seen_at=now)
+    if len(_agents_seen) > _AGENTS_SEEN_MAX:
+        _agents_seen.clear()
+    for key in due:
+        _agents_seen[key] = tick
 
 
 def sessions_resolve(
@@ -179,6 +213,7 @@ def _new_session(
         channel=event.channel[:100],
         cwd=event.cwd[:1000],
         project=event.project[:500],
+        developer=event.developer[:200],
         redaction_version=RULES_VERSION,
     )
 
@@ -191,6 +226,7 @@ def _fill_blanks(session: Session, events: Iterable[NormalizedEvent]) -> None:
             ("channel", event.channel, 100),
             ("cwd", event.cwd, 1000),
             ("project", event.project, 500),
+            ("developer", event.developer, 200),
         ):
             if value and not getattr(session, name):
                 setattr(session, name, value[:limit])

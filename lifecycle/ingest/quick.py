@@ -150,6 +150,7 @@ def event_store_quiet(
         "channel": event.channel[:100],
         "cwd": event.cwd[:1000],
         "project": event.project[:500],
+        "developer": event.developer[:200],
         "now": received_at,
     }
     with server_bound_cursor(prepared=True) as cursor:
@@ -223,6 +224,7 @@ def _statement() -> str:
                 {keep_or_fill("channel")},
                 {keep_or_fill("cwd")},
                 {keep_or_fill("project")},
+                {keep_or_fill("developer")},
                 memory_dirty_at = %(now)s,
                 updated_at = %(now)s
             FROM e WHERE t.id = e.session_id

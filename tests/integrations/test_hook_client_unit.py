@@ -142,6 +142,10 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == client.CONTINUITY_PATH:
             self._answer(200, {"preamble": server.preamble, "used": []})
             return
+        if self.path == client.WHOAMI_PATH:
+            who = {"team": "acme", "team_name": "Acme", "token": "laptop", "scopes": ["ingest"]}
+            self._answer(200, who)
+            return
         events = body if isinstance(body, list) else [body]
         results = [{"event_id": e["sessionhub"]["event_id"], "status": "accepted"} for e in events]
         answer: dict = {"results": results}
@@ -569,7 +573,23 @@ def test_server_down_during_flush_spools_current_event_without_trying_it(configu
     assert len(spool_ids(configured)) == 2
 
 
-@pytest.mark.parametrize("code", [400, 401, 403, 404, 413])
+@pytest.mark.parametrize("code", [401, 403])
+def test_a_refused_token_keeps_the_event_in_the_spool(configured, server, code):
+    server.mode = code
+    rc, out, _ = run(tool_hook(1))
+    assert (rc, out) == (0, "")
+    assert len(server.requests) == 1
+    assert len(spool_ids(configured)) == 1
+    assert f"kept in the spool, token refused: HTTP {code}" in log_text(configured)
+
+    # The next hook sends the spool first; refused again, it does not ask twice.
+    server.requests.clear()
+    run(tool_hook(2))
+    assert len(server.requests) == 1
+    assert len(spool_ids(configured)) == 2
+
+
+@pytest.mark.parametrize("code", [400, 404, 413])
 def test_permanent_error_is_not_spooled_but_logged(configured, server, code):
     server.mode = code
     rc, out, _ = run(tool_hook(1))
@@ -635,7 +655,12 @@ def test_auth_failure_keeps_the_spool(configured, server):
     run(tool_hook(1))
     server.mode = 401
     run(tool_hook(2))
-    assert len(spool_ids(configured)) == 1  # the spooled event waits for a fixed token
+    # Both wait for a fixed token: the spooled one, and the new one behind it.
+    assert len(spool_ids(configured)) == 2
+    server.mode = 200
+    run(tool_hook(3))
+    assert spool_ids(configured) == []
+    assert len(server.accepted_ids()) == 3
 
 
 def test_concurrent_hooks_never_send_an_event_twice(configured, server):
@@ -962,7 +987,8 @@ def test_install_user_scope_and_config_file(home, server):
     assert server.url in text
     assert "token:   set" in text
     assert TOKEN not in text
-    assert "(0 event(s) waiting)" in text
+    assert "(0 event(s) waiting, at most 10000 kept)" in text
+    assert "server:  ok: token laptop (ingest) of team acme [Acme]" in text
 
 
 def test_status_counts_waiting_events(configured, server):
@@ -971,7 +997,8 @@ def test_status_counts_waiting_events(configured, server):
     run(tool_hook(2))
     out = io.StringIO()
     client.main(["status"], stdout=out)
-    assert "(2 event(s) waiting)" in out.getvalue()
+    assert "(2 event(s) waiting," in out.getvalue()
+    assert "server:  answered with an error: HTTP 500" in out.getvalue()
     assert TOKEN not in out.getvalue()
 
 

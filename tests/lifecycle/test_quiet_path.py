@@ -118,7 +118,7 @@ def openclaw_bodies(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def deliver(team: Team, source: str, bodies: list[dict[str, Any]]) -> list[Any]:
     """Each body in a request of its own: per request its outcome and the sessions after."""
-    token, _ = api_token_create(team=team, name=f"gw-{uuid.uuid4().hex[:6]}", scopes=["ingest"])
+    token, _ = api_token_create(team=team, name="gw", scopes=["ingest"])
     adapter = services.adapter_for(source, token)
     steps = []
     for body in bodies:
