@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""How fast ``sessionhub.text.redaction.redact_text`` is on the strings gateways actually send.
+"""How fast ``sessionhub.text.redaction.redact_text`` is on the strings gateways actually send,
+and how well it does on the secrets corpus, kind by kind.
 
 The corpus is every string value in tests/fixtures: each Claude Code hook line and
 transcript line, each OpenClaw hook call, and each text of ``secrets.jsonl``. The corpus
@@ -12,6 +13,12 @@ corpus and for the secret-free strings alone, which are what nearly every real s
     .venv/bin/python bench/redaction.py --seconds 10 --json
 
 ``measure(seconds)`` returns the same figures as a dict for other scripts to build on.
+
+Quality per kind of ``secrets.jsonl`` row (``quality()``): recall is the share of secrets
+of which nothing is left (neither the whole nor any 12-character piece, in any letter
+case); for rows that must be kept (kinds ``keep_*``), the false-positive rate is the share
+of rows that redaction changed at all; for secret rows, "kept lost" is the share whose
+surrounding text (their ``keep`` fragments) did not survive.
 """
 
 from __future__ import annotations
@@ -31,7 +38,11 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from sessionhub.text import redaction  # noqa: E402
-from sessionhub.text.redaction import RULES_VERSION, redact_text  # noqa: E402  (pure Python)
+from sessionhub.text.redaction import (  # noqa: E402  (pure Python)
+    RULES_VERSION,
+    redact_identifier,
+    redact_text,
+)
 
 # The same strings are redacted over and over here; the cache of short clean strings
 # would answer the repeats and flatter the figures, so it is off for the measurement.
@@ -73,6 +84,43 @@ def load_corpus(fixtures: Path | None = None) -> list[str]:
             else:
                 strings.extend(_strings_in(record))
     return strings
+
+
+_PIECE = 12
+
+
+def _leaks(secret: str, redacted: str) -> bool:
+    lowered, text = secret.lower(), redacted.lower()
+    if lowered in text:
+        return True
+    return any(lowered[i : i + _PIECE] in text for i in range(len(lowered) - _PIECE + 1))
+
+
+def quality(fixtures: Path | None = None) -> dict[str, dict[str, float]]:
+    """Per kind of corpus row: rows, secrets, recall, false positives, keep fragments lost."""
+    fixtures = fixtures or fixtures_dir()
+    kinds: dict[str, dict[str, float]] = {}
+    for line in (fixtures / "secrets.jsonl").read_text().splitlines():
+        record = json.loads(line)
+        kind = kinds.setdefault(
+            record.get("kind", "format"),
+            {"rows": 0, "secrets": 0, "caught": 0, "changed": 0, "keep_lost": 0},
+        )
+        # Identifier rows are redacted as identifiers are (session ids, paths, JSON keys).
+        is_identifier = record.get("kind", "").endswith("identifier")
+        redacted = (redact_identifier if is_identifier else redact_text)(record["text"])
+        kind["rows"] += 1
+        kind["secrets"] += len(record["secrets"])
+        kind["caught"] += sum(not _leaks(s, redacted) for s in record["secrets"])
+        kind["changed"] += redacted != record["text"]
+        kind["keep_lost"] += any(k not in redacted for k in record["keep"])
+    for kind in kinds.values():
+        if kind["secrets"]:
+            kind["recall"] = kind["caught"] / kind["secrets"]
+        else:
+            kind["false_positive_rate"] = kind["changed"] / kind["rows"]
+        kind["keep_lost_rate"] = kind["keep_lost"] / kind["rows"]
+    return kinds
 
 
 def _throughput(strings: list[str], seconds: float) -> dict[str, float]:
@@ -144,6 +192,7 @@ def measure(seconds: float = 3.0) -> dict[str, Any]:
         "corpus": _figures(corpus, seconds / 2),
         "secret_free": _figures(secret_free, seconds / 2),
         "with_secrets": {"strings": len(with_secrets)},
+        "quality": quality(),
     }
 
 
@@ -165,6 +214,17 @@ def _report(result: dict[str, Any]) -> str:
             f"{f['us_p99']:>8.2f} {f['us_max']:>8.1f}"
         )
     lines.append(f"strings containing a secret: {result['with_secrets']['strings']}")
+    lines.append("")
+    lines.append(
+        f"{'kind':18}{'rows':>6}{'secrets':>9}{'recall':>9}{'false pos':>11}{'kept lost':>11}"
+    )
+    for name, k in sorted(result["quality"].items()):
+        recall = f"{k['recall']:.3f}" if "recall" in k else "-"
+        false_pos = f"{k['false_positive_rate']:.3f}" if "false_positive_rate" in k else "-"
+        lines.append(
+            f"{name:18}{k['rows']:>6}{k['secrets']:>9}{recall:>9}{false_pos:>11}"
+            f"{k['keep_lost_rate']:>11.3f}"
+        )
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.overview, name="overview"),
     path("sessions/", views.session_list, name="sessions"),
     path("sessions/<str:session_id>/", views.session_detail, name="session"),
+    path("board/", views.open_work, name="board"),
     path("agents/", views.agent_list, name="agents"),
     path("agents/<str:agent_id>/", views.agent_detail, name="agent"),
     path("pins/<int:pin_id>/edit", views.pin_edit, name="pin-edit"),

@@ -22,7 +22,9 @@ from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from memory import board, usage
 from memory import pins as pin_services
+from memory.curated import pinned_by_of
 from memory.models import Pin
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
@@ -138,6 +140,8 @@ def overview(request: MemberRequest) -> HttpResponse:
             "day_choices": OVERVIEW_DAYS,
             "developers": selectors.developers_for_filter(request.team),
             "projects": selectors.projects_for_filter(request.team),
+            # Did memory help? This week's figure, whatever the period shown.
+            "memory_help": usage.usage_figure(request.team, days=7),
         },
     )
 
@@ -184,6 +188,33 @@ def session_detail(request: MemberRequest, session_id: str) -> HttpResponse:
         raise Http404("No such session")
     return _page(
         request, "dashboard/session_detail.html", {"d": presenters.session_detail(session)}
+    )
+
+
+BOARD_DAYS = (7, 14, 30)
+
+
+@member_view
+def open_work(request: MemberRequest) -> HttpResponse:
+    """The team's board of open work: pending tasks of recent sessions, by project."""
+    if request.team is None:
+        return _no_team(request)
+    try:
+        days = int(request.GET.get("days", 14))
+    except ValueError:
+        days = 14
+    days = days if days in BOARD_DAYS else 14
+    projects = board.open_work(request.team, days=days)
+    return _page(
+        request,
+        "dashboard/open_work.html",
+        {
+            "projects": projects,
+            "days": days,
+            "day_choices": BOARD_DAYS,
+            "open_total": sum(p.open_count for p in projects),
+            "task_total": sum(len(p.tasks) for p in projects),
+        },
     )
 
 
@@ -266,7 +297,9 @@ def agent_detail(request: MemberRequest, agent_id: str) -> HttpResponse:
     form = PinForm(request.POST, prefix="new")
     if form.is_valid():
         try:
-            pin = pin_services.pin_create(agent=agent, **form.cleaned_data)
+            pin = pin_services.pin_create(
+                agent=agent, pinned_by=pinned_by_of(user=request.user), **form.cleaned_data
+            )
         except ApiError as exc:
             form.add_error(None, exc.message)
         else:

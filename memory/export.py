@@ -30,6 +30,7 @@ from lifecycle.models import (
 from lifecycle.selectors import session_chain
 from lifecycle.state import FOLD_FIELDS
 from sessionhub.models import Team
+from sessionhub.text.redaction import RULES_VERSION, keyed_form, redact_value
 
 from .inheritance import session_pins_q
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
@@ -224,7 +225,8 @@ def document_import(
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ImportError_(f"Not a {FORMAT} document")
     created: list[dict[str, Any]] = []
-    for item in doc.get("sessions", []):
+    for raw in doc.get("sessions", []):
+        item = redacted_session_item(raw)
         if not Session.objects.filter(pk=item["id"]).exists():
             _session_import(item, team)
             created.append(item)
@@ -251,6 +253,56 @@ def document_import(
             if row is not None:
                 row.sources.set(Session.objects.filter(pk__in=record.get("sources", []), team=team))
     return len(created)
+
+
+# Identifiers are stored in their keyed form (``keyed_form``), as ingest stores them: a
+# secret in one becomes a marker plus a keyed hash, so two of them stay two keys.
+_KEYED = {
+    "external_id": 300,
+    "session_key": 300,
+    "previous_external_id": 200,
+    "successor_external_id": 200,
+    "event_id": 200,
+    "hook": 100,
+}
+# Rows that record the rules version they were redacted with.
+_VERSIONED = ("events", "pins", "tails", "observations")
+
+
+def _keyed(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        name: keyed_form(value, limit=_KEYED[name])
+        if name in _KEYED and isinstance(value, str) and value
+        else value
+        for name, value in row.items()
+    }
+
+
+def redacted_session_item(item: Any) -> dict[str, Any]:
+    """A session of a document as the API would have stored it: identifiers keyed and
+    every other string (payloads, facts, texts, summaries, JSON keys) redacted with the
+    same rules as ingest. A document is input like any other: it may come from an older
+    version, another instance or a hand, and nothing in it reaches the database
+    unredacted."""
+    if not isinstance(item, dict):
+        raise ImportError_("a session must be an object")
+    keyed = _keyed(item)
+    if isinstance(item.get("agent"), dict):
+        keyed["agent"] = _keyed(item["agent"])
+    for name in ("events", "tails", "observations"):
+        rows = item.get(name)
+        if isinstance(rows, list):
+            keyed[name] = [_keyed(r) if isinstance(r, dict) else r for r in rows]
+    result = redact_value(keyed)
+    assert isinstance(result, dict)
+    for name in _VERSIONED:
+        for row in result.get(name) or []:
+            if isinstance(row, dict):
+                row["redaction_version"] = RULES_VERSION
+    for name in ("summary",):
+        if isinstance(result.get(name), dict):
+            result[name]["redaction_version"] = RULES_VERSION
+    return result
 
 
 def _session_import(item: dict[str, Any], team: Team) -> None:

@@ -9,7 +9,10 @@ from celery.signals import task_postrun, task_prerun, worker_init
 from django.conf import settings
 from django.db import close_old_connections
 
+from sessionhub import broker
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessionhub.settings")
+broker.install()  # a worker that survives Redis going away (see sessionhub/broker.py)
 
 app = Celery("sessionhub")
 app.config_from_object("django.conf:settings", namespace="CELERY")

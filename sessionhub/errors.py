@@ -11,10 +11,17 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied, RequestDataTooBig
+from django.core.exceptions import (
+    DisallowedHost,
+    ImproperlyConfigured,
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+)
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.urls import Resolver404, resolve
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
@@ -26,7 +33,7 @@ from .refusals import refusal_note
 logger = logging.getLogger(__name__)
 
 
-class ApiErrorSerializer(serializers.Serializer):
+class ApiErrorSerializer(serializers.Serializer[Any]):
     """The one error shape, as the OpenAPI schema publishes it (component ``ApiError``)."""
 
     message = serializers.CharField()
@@ -146,6 +153,16 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
                 return JsonResponse(body, status=status.HTTP_404_NOT_FOUND)
         return json_error("No such resource", "not_found", status.HTTP_404_NOT_FOUND)
     return page_not_found(request, exception or Http404())
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler400``: what Django refuses before any view runs (a ``Host`` outside
+    ``ALLOWED_HOSTS``, too many fields) answers in the one error shape under /api/."""
+    if request.path.startswith("/api/"):
+        if isinstance(exception, DisallowedHost):
+            return json_error("Host not allowed", "disallowed_host", status.HTTP_400_BAD_REQUEST)
+        return json_error("Bad request", "bad_request", status.HTTP_400_BAD_REQUEST)
+    return django_bad_request(request, exception or SuspiciousOperation())
 
 
 # Statuses any API operation can answer, on top of what each view documents itself.

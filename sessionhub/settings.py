@@ -103,8 +103,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "sessionhub.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # An ordinary ingest request is answered here; the rest of the stack is for the others.
-    "lifecycle.fast_path.IngestFastPathMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -338,9 +336,6 @@ SESSIONHUB = {
     # prepared once per database connection. Off for a pooler in transaction mode that
     # does not keep prepared statements (PgBouncer before 1.21, or max_prepared_statements 0).
     "PREPARED_STATEMENTS": env.bool("SESSIONHUB_PREPARED_STATEMENTS", default=True),
-    # An ordinary ingest request takes a short way past the rest of the middleware and
-    # DRF's plumbing (lifecycle/fast_path.py): the same checks and answers, less CPU.
-    "INGEST_FAST_PATH": env.bool("SESSIONHUB_INGEST_FAST_PATH", default=True),
     "RETRY_AFTER_SECONDS": env.int("SESSIONHUB_RETRY_AFTER_SECONDS", default=5),
     # The key of the hashes that keep identifiers holding a secret apart (agent ids,
     # session ids, event ids, JSON keys). Empty: derived from SECRET_KEY. Changing it

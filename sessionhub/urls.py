@@ -18,6 +18,7 @@ api_v1: list[URLPattern | URLResolver] = [
 
 # Under /api/ an unrouted path answers in the API's error shape, not as an HTML page.
 handler404 = "sessionhub.errors.not_found"
+handler400 = "sessionhub.errors.bad_request"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

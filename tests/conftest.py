@@ -39,6 +39,24 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+def secret_cases(per_kind: int = 3) -> list[dict[str, Any]]:
+    """The rows of ``secrets.jsonl`` that the end-to-end tests post: every key-format row
+    and every kept value, plus the first ``per_kind`` rows of each kind typed with its
+    context (the redaction tests and bench/redaction.py go through all of them). Rows of
+    kind ``identifier`` are secrets only where an identifier is expected, and are left to
+    the identifier tests."""
+    chosen: list[dict[str, Any]] = []
+    taken: dict[str, int] = {}
+    for case in read_jsonl(FIXTURES / "secrets.jsonl"):
+        kind = case["kind"]
+        if kind == "identifier":
+            continue
+        if kind in ("format", "keep_value") or taken.get(kind, 0) < per_kind:
+            chosen.append(case)
+            taken[kind] = taken.get(kind, 0) + 1
+    return chosen
+
+
 def claude_code_hooks(scenario: str) -> list[dict[str, Any]]:
     return read_jsonl(FIXTURES / "claude-code" / scenario / "hooks.jsonl")
 

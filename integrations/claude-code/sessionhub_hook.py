@@ -1928,7 +1928,14 @@ def run_hook(
             log(f"{name} {event_id} kept in the spool: the token is refused")
         spool.append(events, deadline)
         return
-    body = events[0] if len(events) == 1 else events
+    sent, posted = events, event
+    if name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit"):
+        # The answer to this post is read (a manual continue may wait in it); the spooled
+        # copy, sent later by whoever flushes, says nothing of the kind.
+        marked = dict(event)
+        marked["sessionhub"] = {**event["sessionhub"], "reads_context": True}
+        sent, posted = [marked if item is event else item for item in events], marked
+    body = sent[0] if len(sent) == 1 else sent
     url = cfg.hooks_url_for(gateway)
     reply = post_json(url, cfg.token, json.dumps(body).encode("utf-8"), deadline)
     if reply.kind == "transient":
@@ -1937,7 +1944,7 @@ def run_hook(
         # A slow answer is not an absent server: the continuity request carries the event
         # and starts the session itself when the spooled start has not landed.
         if reply.code == 0 and deadline.net_remaining() > 0.3:
-            _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
+            _maybe_print_preamble(cfg, hook, posted, out, deadline, gateway)
         return
     if reply.kind == "permanent" and reply.code in AUTH_CODES:
         log(
@@ -1951,7 +1958,24 @@ def run_hook(
         log(f"{name} {event_id} not accepted, not retried: {reply.describe()}")
         return
     _note_results(reply, name)
-    _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
+    _maybe_print_preamble(cfg, hook, posted, out, deadline, gateway, _waiting(reply, hook))
+
+
+def _waiting(reply: Reply, hook: dict) -> list[str]:
+    """The preambles the answer to a prompt hands over for this session: a manual
+    continue an admin made while the session ran (delivered once, at its next prompt)."""
+    entries = reply.data.get("continuity") if isinstance(reply.data, dict) else None
+    if not isinstance(entries, list):
+        return []
+    found = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        preamble = entry.get("preamble")
+        if isinstance(preamble, str) and preamble.strip():
+            found.append(preamble)
+            log(f"manual continue delivered to {hook.get('session_id')}: {entry.get('record_ids')}")
+    return found
 
 
 def _maybe_print_preamble(
@@ -1961,30 +1985,40 @@ def _maybe_print_preamble(
     out: TextIO,
     deadline: Deadline,
     gateway: str = CLAUDE_CODE,
+    waiting: list[str] | None = None,
 ) -> None:
-    """Continuity at the two moments it is asked for: a project-level preamble at
-    SessionStart, and at the session's first prompt a preamble chosen by relevance."""
+    """Continuity at the moments it is handed over: a project-level preamble at
+    SessionStart, at the session's first prompt a preamble chosen by relevance, and at any
+    prompt a manual continue waiting for the session (``waiting``); printed as one
+    answer."""
     name = _event_name(hook)
     at_start = name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES
     at_prompt = name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit")
+    texts = list(waiting or [])
     if at_start or (at_prompt and _first_prompt(hook)):
-        _print_preamble(cfg, hook, out, deadline, event, gateway)
+        preamble = _ask_preamble(cfg, hook, deadline, event, gateway)
+        if preamble:
+            texts.insert(0, preamble)
+    if texts:
+        context = {"hookEventName": name or "SessionStart", "additionalContext": "\n\n".join(texts)}
+        out.write(json.dumps({"hookSpecificOutput": context}) + "\n")
+        out.flush()
 
 
-def _print_preamble(
+def _ask_preamble(
     cfg: Config,
     hook: dict,
-    out: TextIO,
     deadline: Deadline,
     event: dict | None = None,
     gateway: str = CLAUDE_CODE,
-) -> None:
-    """Ask for the continuity preamble and print it the way the hook adds context
+) -> str:
+    """Ask for the continuity preamble, to be added the way the hook adds context
     (``hookSpecificOutput.additionalContext`` of SessionStart or of the prompt's hook:
-    Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's BeforeAgent)."""
+    Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's BeforeAgent); empty when
+    there is none."""
     session_id = hook.get("session_id")
     if not isinstance(session_id, str) or not session_id:
-        return
+        return ""
     name = _event_name(hook)
     request: dict = {"source": gateway, "session_id": session_id}
     if event is not None:
@@ -1996,14 +2030,11 @@ def _print_preamble(
     reply = post_json(cfg.continuity_url, cfg.token, body, deadline)
     if reply.kind != "ok":
         log(f"continuity for {session_id} unavailable: {reply.describe()}")
-        return
+        return ""
     preamble = reply.data.get("preamble") if isinstance(reply.data, dict) else None
     if not isinstance(preamble, str) or not preamble.strip():
-        return
-    context = {"hookEventName": name or "SessionStart", "additionalContext": preamble}
-    output = {"hookSpecificOutput": context}
-    out.write(json.dumps(output) + "\n")
-    out.flush()
+        return ""
+    return preamble
 
 
 FIRST_PROMPT_MARKERS_KEPT = 14 * 86400  # seconds

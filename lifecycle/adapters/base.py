@@ -14,7 +14,7 @@ from django.conf import settings
 from django.utils.dateparse import parse_datetime
 
 from lifecycle.models import EndReason
-from sessionhub.text.redaction import keyed_form, redact_text
+from sessionhub.text.redaction import keyed_form, redact_identifier
 
 EVENT_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@/+=\-]{0,199}$")
 MAX_ID_LENGTH = 200
@@ -116,8 +116,9 @@ def as_key(raw: str, *, limit: int = MAX_ID_LENGTH) -> str:
 
 
 def shown(raw: str) -> str:
-    """A display string made from a raw one: redacted whole, before anything is derived."""
-    return redact_text(raw) if raw else ""
+    """A display string made from a raw one (a working directory, a remote): redacted
+    whole as an identifier, before anything is derived."""
+    return redact_identifier(raw) if raw else ""
 
 
 def opt_count(value: Any, name: str) -> int | None:

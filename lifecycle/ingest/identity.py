@@ -18,12 +18,12 @@ from sessionhub.text.redaction import RULES_VERSION
 
 from ..adapters import NormalizedEvent
 from ..models import OPEN_STATUSES, Agent, LifecycleEvent, Session
-from .statements import _sessions_locked
+from .statements import sessions_locked
 
 logger = logging.getLogger(__name__)
 
 
-def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
+def orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
     """Give new sessions the events that came, by their key alone, before they existed.
 
     One read of which keys have such events (usually none) and, when some do, one UPDATE
@@ -126,7 +126,7 @@ def agents_seen(team: Team, events: Iterable[NormalizedEvent], now: datetime) ->
         _agents_seen[key] = tick
 
 
-def _sessions_resolve(
+def sessions_resolve(
     team: Team, events: Sequence[NormalizedEvent]
 ) -> tuple[dict[tuple[str, str], Session], list[tuple[str, str]]]:
     """Every session named by id, created when new, locked for this transaction; and
@@ -138,7 +138,7 @@ def _sessions_resolve(
     if not wanted:
         return {}, []
 
-    found = _sessions_locked(team, list(wanted))
+    found = sessions_locked(team, list(wanted))
     _sessions_roll_over(team, events, found)
     missing = [key for key in wanted if key not in found]
     if missing:
@@ -146,7 +146,7 @@ def _sessions_resolve(
         Session.objects.bulk_create(
             [_new_session(team, wanted[key], agents) for key in missing], ignore_conflicts=True
         )
-        found.update(_sessions_locked(team, missing))
+        found.update(sessions_locked(team, missing))
     by_session: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
     for event in events:
         if event.session_external_id:
@@ -232,7 +232,7 @@ def _fill_blanks(session: Session, events: Iterable[NormalizedEvent]) -> None:
                 setattr(session, name, value[:limit])
 
 
-def _sessions_by_key(
+def sessions_by_key(
     team: Team, events: Sequence[NormalizedEvent], sessions: dict[tuple[str, str], Session]
 ) -> dict[tuple[str, str], Session | None]:
     """Sessions for events that carry only a session key: the newest open one with that key."""
@@ -258,7 +258,7 @@ def _sessions_by_key(
     return resolved
 
 
-def _session_of(
+def session_of(
     event: NormalizedEvent,
     sessions: dict[tuple[str, str], Session],
     by_key: dict[tuple[str, str], Session | None],

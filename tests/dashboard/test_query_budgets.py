@@ -34,7 +34,8 @@ pytestmark = pytest.mark.django_db
 # overview's tokens and cost are one aggregate and the summaries' ledger one read; its
 # developer and project menus one DISTINCT (cached), as the session list's.
 PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
-    "overview": (lambda w: reverse("dashboard:overview"), 12),
+    # Two more for "did memory help" (the judged preambles' and MCP answers' sums).
+    "overview": (lambda w: reverse("dashboard:overview"), 14),
     "sessions": (lambda w: reverse("dashboard:sessions"), 6),
     "sessions filtered": (
         lambda w: (
@@ -46,6 +47,7 @@ PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
     ),
     "session": (lambda w: reverse("dashboard:session", args=[w["session"].pk]), 16),
     "agents": (lambda w: reverse("dashboard:agents"), 4),
+    "open work": (lambda w: reverse("dashboard:board"), 4),
     "agent": (lambda w: reverse("dashboard:agent", args=[w["agent"].pk]), 7),
     "live sessions": (
         lambda w: (

@@ -72,6 +72,8 @@ class FakeServer(ThreadingHTTPServer):
         self.requests: list[dict] = []
         self.mode: object = 200
         self.preamble = ""
+        # What the answer to a hook post hands over (a manual continue), once.
+        self.waiting = ""
         self.lock = threading.Lock()
         self.thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -146,7 +148,12 @@ class _Handler(BaseHTTPRequestHandler):
             return
         events = body if isinstance(body, list) else [body]
         results = [{"event_id": e["sessionhub"]["event_id"], "status": "accepted"} for e in events]
-        self._answer(200, {"results": results})
+        answer: dict = {"results": results}
+        reads = any(e["sessionhub"].get("reads_context") for e in events)
+        if server.waiting and reads:
+            answer["continuity"] = [{"record_ids": [7], "preamble": server.waiting}]
+            server.waiting = ""
+        self._answer(200, answer)
 
     def _answer(self, code: int, payload: dict) -> None:
         """Send a JSON answer."""
@@ -742,6 +749,44 @@ def test_the_first_prompt_asks_with_the_prompt_and_prints_its_context(configured
     rc, out, _ = run(dict(prompt, prompt="and then"))
     assert (rc, out) == (0, "")
     assert [r["path"] for r in server.requests[2:]] == [client.HOOKS_PATH]
+
+
+def test_a_manual_continue_in_a_prompts_answer_is_printed_with_the_first_prompts(
+    configured, server
+):
+    prompt = dict(session_start(), hook_event_name="UserPromptSubmit", prompt="the websocket")
+    prompt.pop("source")
+    server.preamble = "## Continuity\nThe websocket reconnect session."
+    server.waiting = "[SESSION CONTINUITY — inherited from 1 prior session(s)]\nBy hand."
+    rc, out, _ = run(prompt)
+    assert rc == 0
+    # Only the post whose answer is read says so; the continuity request carries it as posted.
+    assert server.requests[0]["body"]["sessionhub"]["reads_context"] is True
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context == {
+        "hookEventName": "UserPromptSubmit",
+        "additionalContext": server.preamble + "\n\n" + "[SESSION CONTINUITY — inherited "
+        "from 1 prior session(s)]\nBy hand.",
+    }
+    # A later prompt: only what waits, once.
+    server.waiting = "Continued by hand."
+    rc, out, _ = run(dict(prompt, prompt="and then"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == "Continued by hand."
+    rc, out, _ = run(dict(prompt, prompt="and again"))
+    assert (rc, out) == (0, "")
+
+
+def test_a_spooled_prompt_never_says_its_answer_is_read(configured, server):
+    server.mode = 503
+    prompt = dict(session_start(), hook_event_name="UserPromptSubmit", prompt="later")
+    prompt.pop("source")
+    run(prompt)
+    server.mode = 200
+    run(session_start())  # flushes the spool first
+    flushed = next(r["body"] for r in server.requests if r["answer"] == 200)
+    events = flushed if isinstance(flushed, list) else [flushed]
+    assert [e.get("prompt") for e in events][:1] == ["later"]  # the spooled prompt
+    assert not any(e["sessionhub"].get("reads_context") for e in events)
 
 
 def test_session_start_with_empty_preamble_prints_nothing(configured, server):

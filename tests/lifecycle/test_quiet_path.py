@@ -249,7 +249,7 @@ def test_the_quiet_statement_is_prepared_once_per_connection(db: Any) -> None:
 def test_prepared_statements_can_be_turned_off(
     db: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lifecycle.ingest.statements import server_bound_cursor
+    from sessionhub.db.statements import server_bound_cursor
 
     probe = f"SELECT 1 AS probe_{uuid.uuid4().hex}"
     monkeypatch.setitem(settings.SESSIONHUB, "PREPARED_STATEMENTS", False)

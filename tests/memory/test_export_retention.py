@@ -352,3 +352,55 @@ def test_orphans_are_kept_when_their_archive_cannot_be_written(
     with pytest.raises(OSError):
         retention_apply(days=30, archive_dir=tmp_path)
     assert LifecycleEvent.objects.count() == 1
+
+
+# --- import redacts as ingest does --------------------------------------------------------
+
+IMPORTED_SECRETS = {
+    "password": "maple7orbit_canyon",
+    "ghp": "ghp_" + "Zq8vT3nWk2LmP9xR4cY7bH1dF6gJ0sA5eU2i",
+    "aws_body": "wJalrXUtnFEMIK7MDENGbPxRfiCY9AqLpZ2mTt3Q",
+    "prose": "Tr0ub4dor&3x",
+}
+
+
+def test_an_imported_document_is_redacted_like_the_api(
+    api: APIClient, team: Team, tmp_path: Path
+) -> None:
+    """A document edited by hand (or made by an older version) carries secrets in every
+    place a session has strings; `manage.py import_sessions` must store none of them."""
+    first, _ = replay_chain(api)
+    doc = session_export(Session.objects.get(pk=first.pk))
+    item = doc["sessions"][0]
+    s = IMPORTED_SECRETS
+    item["id"] = "0b5c1a3e-7d7e-4f5e-9a51-2f3c4d5e6f70"
+    item["external_id"] = f"sess-{s['aws_body']}"
+    item["cwd"] = f"/home/dev/src/{s['aws_body']}"
+    item["agent"]["external_id"] = f"claude-code:/home/dev/src/{s['aws_body']}"
+    event = item["events"][1]
+    event["event_id"] = f"ev-password={s['password']}"
+    event["payload"] = {
+        "prompt": f"export POSTGRES_PASSWORD={s['password']} and push with {s['ghp']}",
+        s["ghp"]: "a key that is a token",
+        "cwd": f"/home/dev/src/{s['aws_body']}",
+    }
+    event["facts"] = {"text": f"the staging password is {s['prose']}"}
+    for tail in item["tails"]:
+        tail["text"] = f"Found it. Your password `{s['prose']}` is in .env"
+    item["summary"]["completed"] = [f"set REDIS_PASSWORD={s['password']}"]
+    item["pins"] = [
+        {**item["pins"][0], "uid": "7f0c2b1a-1111-4c2d-8e9f-a0b1c2d3e4f5", "content": s["ghp"]}
+    ]
+    path = tmp_path / "edited.json"
+    path.write_text(json.dumps(doc))
+
+    call_command("import_sessions", "imported", str(path), stdout=StringIO(), stderr=StringIO())
+
+    imported = Session.objects.get(pk=item["id"])
+    assert imported.team.slug == "imported"
+    assert imported.events.count() == len(item["events"])
+    from tests.memory.test_secrets_end_to_end import find_in_database
+
+    assert find_in_database(list(s.values())) == []
+    assert "[REDACTED:" in imported.external_id and "[REDACTED:" in imported.cwd
+    assert all(e.redaction_version > 0 for e in imported.events.all())

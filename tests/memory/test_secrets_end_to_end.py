@@ -26,10 +26,10 @@ from rest_framework.test import APIClient
 from lifecycle.models import Agent, LifecycleEvent, Session
 from memory import pipeline
 from memory.models import Observation, Pin, SessionFeatures, StreamTail, Summary
-from tests.conftest import FIXTURES, read_jsonl
+from tests.conftest import secret_cases
 from tests.memory.payloads import claude_code_as_sent
 
-CASES = read_jsonl(FIXTURES / "secrets.jsonl")
+CASES = secret_cases()
 AWS_KEY_ID = re.compile(r"(?:AKIA|ASIA)[0-9A-Z]{16}")
 
 

@@ -36,7 +36,7 @@ from lifecycle.adapters.base import MAX_STORED_STRING
 from lifecycle.models import Agent, Session
 from memory import pipeline
 from sessionhub.text.redaction import redact_text
-from tests.conftest import FIXTURES, read_jsonl
+from tests.conftest import secret_cases
 from tests.factories import MembershipFactory, UserFactory
 from tests.memory.test_redaction import RECALL
 
@@ -86,7 +86,7 @@ def build_cases() -> list[tuple[str, list[str]]]:
     """(text, secrets) for every format: the corpus, its twins, the recall corpus, and
     remotes carrying credentials or Authorization headers."""
     cases: list[tuple[str, list[str]]] = []
-    for case in read_jsonl(FIXTURES / "secrets.jsonl"):
+    for case in secret_cases():
         if not case["secrets"]:
             continue
         cases.append((case["text"], list(case["secrets"])))

@@ -31,7 +31,7 @@ from memory.pins import pin_create
 from sessionhub import authentication
 from sessionhub.models import Team, hash_token
 from sessionhub.services import api_token_create, membership_add
-from tests.conftest import FIXTURES, claude_code_hooks, read_jsonl
+from tests.conftest import claude_code_hooks, secret_cases
 
 pytestmark = pytest.mark.django_db
 
@@ -452,7 +452,7 @@ def test_hsts_and_secure_cookies_under_production_settings(client: Client) -> No
 
 # --- logs ---------------------------------------------------------------------------------
 
-SECRETS = [s for case in read_jsonl(FIXTURES / "secrets.jsonl") for s in case["secrets"]]
+SECRETS = [s for case in secret_cases() for s in case["secrets"]]
 
 
 def test_no_token_or_secret_reaches_the_logs(
@@ -468,7 +468,7 @@ def test_no_token_or_secret_reaches_the_logs(
 
     api = APIClient()
     api.credentials(HTTP_AUTHORIZATION=f"Bearer {raw}")
-    texts = [case["text"] for case in read_jsonl(FIXTURES / "secrets.jsonl")]
+    texts = [case["text"] for case in secret_cases()]
     with django_capture_on_commit_callbacks(execute=True):
         for i, text in enumerate(texts):
             line = {

@@ -229,3 +229,124 @@ def test_a_dashboard_login_works_through_the_front(stack: dict[str, Any]) -> Non
             timeout=10,
         )
     assert answer.status_code == 302, answer.text[:500]
+
+
+# --- honest size answers (issue 33) -----------------------------------------------------------
+
+OVERSIZE_TRIES = 100
+INGEST_PATHS = ("/api/v1/events", "/api/v1/hooks/claude-code", "/api/v1/hooks/openclaw")
+
+
+def _raw(port: int, request: bytes) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes, read the whole answer (nginx closes after an error)."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), headers, body
+
+
+def test_every_oversize_body_gets_413_and_nginx_errors_are_json(
+    stack: dict[str, Any], tmp_path: Path
+) -> None:
+    """Between the application's limit and past it, on every ingest endpoint, with a
+    Content-Length or chunked: always 413 in the one error shape (before, nginx let bodies
+    up to 6 MiB through and a quarter of them came back 502 "retry later")."""
+    from django.conf import settings
+
+    limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
+    url = stack["url"]
+    team = team_get_or_create(slug="acme", name="Acme")
+    _, token = api_token_create(team=team, name="gw", scopes=["ingest", "read"])
+    statuses: dict[int, int] = {}
+    with requests.Session() as http:
+        http.headers["Authorization"] = f"Bearer {token}"
+        for n in range(OVERSIZE_TRIES):
+            size = limit + 1 + (n * 10007) % (1024 * 1024)  # 5 MiB + 1 up to 6 MiB
+            body = b'{"event_id": "' + b"x" * (size - 16) + b'"}'
+            assert len(body) == size
+            path = INGEST_PATHS[n % len(INGEST_PATHS)]
+            headers = {"Content-Type": "application/json"}
+            if n % 10 == 9:  # chunked: no length announced, refused while read
+                sent: Any = (body[i : i + 65536] for i in range(0, len(body), 65536))
+            else:
+                sent = body
+            response = http.post(url + path, data=sent, headers=headers, timeout=60)
+            statuses[response.status_code] = statuses.get(response.status_code, 0) + 1
+            _assert_error_shape(response, 413, "payload_too_large")
+        # A body of exactly the limit is still the application's to judge (400: no JSON
+        # event in it, not a size refusal).
+        exact = http.post(
+            url + "/api/v1/events",
+            data=b'{"event_id": "' + b"x" * (limit - 16) + b'"}',
+            headers={"Content-Type": "application/json"},
+            timeout=60,
+        )
+        assert exact.status_code != 413, exact.text[:300]
+    assert statuses == {413: OVERSIZE_TRIES}
+
+    port = stack["port"]
+    for request, status, code in (
+        (b"TRACE / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 405, "method_not_allowed"),
+        (
+            b"POST /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\nTransfer-Encoding: gzip\r\n\r\n",
+            501,
+            "not_implemented",
+        ),
+        (b"GET / HTTP/2.0\r\nHost: 127.0.0.1\r\n\r\n", 505, "http_version_not_supported"),
+    ):
+        got, headers, body = _raw(port, request)
+        assert got == status, (request, got, body[:300])
+        assert headers.get("Content-Type", "").startswith("application/json"), headers
+        answer = json.loads(body)
+        assert answer == {"message": answer["message"], "code": code, "extra": {}}
+
+
+def test_the_hook_client_drops_what_can_never_fit_and_sends_the_rest(
+    stack: dict[str, Any], tmp_path: Path
+) -> None:
+    """The real hook client's spool holds an event past the server's limit between two
+    ordinary ones: `flush` gets 413 through nginx, splits the batch, drops that one event
+    with a log line and delivers the others, and a second flush has nothing left to send
+    (it never retries the body forever)."""
+    from django.conf import settings
+
+    from tests.integrations.test_hook_client_e2e import CLIENT, HookClient
+
+    team = team_get_or_create(slug="acme", name="Acme")
+    _, token = api_token_create(team=team, name="gw", scopes=["ingest", "read"])
+    hook = HookClient(tmp_path / "client", stack["url"], token)
+    hook.spool.parent.mkdir(parents=True, exist_ok=True)
+    session = "5d3c9a55-0000-4000-8000-0000000000aa"
+
+    def line(n: int, pad: int = 0) -> str:
+        event = {
+            "session_id": session,
+            "transcript_path": "/nonexistent/transcript.jsonl",
+            "cwd": "/nonexistent/project",
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"echo {n}", "pad": "p" * pad},
+            "tool_use_id": f"toolu_{n}",
+            "sessionhub": {"event_id": f"spooled-{n}", "client": "test"},
+        }
+        return json.dumps(event)
+
+    huge = settings.SESSIONHUB["MAX_BODY_BYTES"] + 4096
+    hook.spool.write_text("\n".join([line(1), line(2, pad=huge), line(3)]) + "\n")
+    started = time.monotonic()
+    hook.run(None, "flush")
+    assert time.monotonic() - started < 60
+    log = hook.log()
+    assert "spooled-2" in log and "refused for good" in log, log[-2000:]
+    assert not hook.spool.exists() or hook.spool.read_text().strip() == ""
+    stored = set(LifecycleEvent.objects.filter(team=team).values_list("event_id", flat=True))
+    assert {"spooled-1", "spooled-3"} <= {e.split("~")[0] for e in stored}, stored
+    assert not any(e.startswith("spooled-2") for e in stored)
+    hook.run(None, "flush")  # nothing left: nothing sent again
+    assert hook.log().count("refused for good") == 1
+    assert CLIENT.exists()

@@ -34,12 +34,22 @@ from collections.abc import Iterable
 
 from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
 from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
-from .values import _CAMEL_BOUNDARY, _MARKER_PREFIX, _MAX_ROUNDS, RULES_VERSION, _marker
+from .values import (
+    _CAMEL_BOUNDARY,
+    _MARKER_PREFIX,
+    _MAX_ROUNDS,
+    RULES_VERSION,
+    _marker,
+    high_entropy_spans,
+    is_identifier_shaped,
+)
 
 __all__ = [
     "RULES_VERSION",
     "contains_secret",
+    "has_random_run",
     "keyed_form",
+    "redact_identifier",
     "redact_key",
     "redact_shared",
     "redact_text",
@@ -61,6 +71,47 @@ __all__ = [
 _CLEAN_MAX_LENGTH = 200
 _CLEAN_MAX_ENTRIES = 4096
 _anchored_clean: set[str] = set()
+
+
+def redact_identifier(text: str) -> str:
+    """``redact_text`` for an identifier, a JSON key or a path: long runs that read as
+    random are taken for secrets as well.
+
+    An identifier may hold a key body with no recognisable prefix or context (an AWS
+    secret key as a folder name, a token as a session id). Elsewhere (code, prose, tool
+    output, signatures) only the rules decide: random-looking data is everywhere there.
+    """
+    result = redact_text(text)
+    if len(result) >= _RANDOM_RUN_MIN and is_identifier_shaped(result):
+        return _redact_random_runs(result)
+    return result
+
+
+_RANDOM_RUN_MIN = 32
+_HIGH_ENTROPY = _marker("high_entropy")
+
+
+def _redact_random_runs(text: str) -> str:
+    spans = high_entropy_spans(text)
+    if not spans:
+        return text
+    pieces: list[str] = []
+    done = 0
+    for start, end in spans:
+        pieces.append(text[done:start])
+        pieces.append(_HIGH_ENTROPY)
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def has_random_run(text: str) -> bool:
+    """Whether :func:`redact_identifier` would take a random-looking run out of ``text``."""
+    return (
+        len(text) >= _RANDOM_RUN_MIN
+        and is_identifier_shaped(text)
+        and bool(high_entropy_spans(text))
+    )
 
 
 def redact_text(text: str) -> str:
@@ -124,7 +175,7 @@ def keyed_form(raw: str, shown: str | None = None, *, limit: int = 200) -> str:
     length, which the result never exceeds.
     """
     if shown is None:
-        shown = redact_text(raw)
+        shown = redact_identifier(raw)
     if shown == raw:
         return raw
     suffix = KEYED_SEPARATOR + identity_digest(raw)
@@ -285,8 +336,12 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
                     return False  # redact_value keeps it; not JSON, so look no closer
                 if key not in _clean_keys and redact_key(key) is not key:
                     return False
-                if item and type(item) is str and _secret_key_kind(key) and not _is_marker(item):
-                    return False  # a secret-named key's value goes whole
+                if item and type(item) is str:
+                    if _secret_key_kind(key) and not _is_marker(item):
+                        return False  # a secret-named key's value goes whole
+                    long_identifier = len(item) >= _RANDOM_RUN_MIN and _is_identifier_key(key)
+                    if long_identifier and has_random_run(item):
+                        return False  # an id or a path holding a random-looking run
             items = source.values()  # type: ignore[attr-defined]
         elif kind_of is list:
             items = source  # type: ignore[assignment]
@@ -326,13 +381,35 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
     )
 
 
+# Keys whose values are identifiers or paths (cwd, session_id, sessionKey, workspaceDir):
+# their values are redacted as identifiers (``redact_identifier``).
+_IDENTIFIER_KEY_ENDINGS = ("id", "cwd", "path", "dir", "key", "workspace", "project")
+_identifier_keys: dict[str, bool] = {}
+
+
+def _is_identifier_key(key: str) -> bool:
+    try:
+        return _identifier_keys[key]
+    except KeyError:
+        pass
+    found = key.lower().endswith(_IDENTIFIER_KEY_ENDINGS)
+    if len(_identifier_keys) < 4096:
+        _identifier_keys[key] = found
+    return found
+
+
 def _redacted_item(key: object, item: str, memo: dict[str, str] | None) -> str:
     """One string of a structure: whole when its key names a secret, else its text
-    redacted (through ``memo`` when there is one)."""
+    redacted (through ``memo`` when there is one), as an identifier under an identifier's
+    key."""
     kind = _secret_key_kind(key) if item and isinstance(key, str) else None
     if kind is not None:
         return item if _is_marker(item) else _marker(kind)
-    return redact_text(item) if memo is None else redact_shared(item, memo)
+    result = redact_text(item) if memo is None else redact_shared(item, memo)
+    identifier = isinstance(key, str) and _is_identifier_key(key)
+    if identifier and len(result) >= _RANDOM_RUN_MIN and is_identifier_shaped(result):
+        return _redact_random_runs(result)
+    return result
 
 
 def redact_shared(text: str, memo: dict[str, str]) -> str:

@@ -13,7 +13,6 @@ from .values import (
     _DOTTED_NAME,
     _IDENTIFIER,
     _MARKER_PREFIX,
-    _NAME_WORDS,
     _VALUE,
     _VALUE_GROUPS,
     _is_password_key,
@@ -40,8 +39,11 @@ class _Rule:
     check: Callable[[re.Match], bool] | None = None
     kind_of: Callable[[re.Match], str] | None = None  # type chosen per match
     scan: int = 0  # > 0: search this far past the anchor instead of matching at it
+    span_of: Callable[[re.Match], tuple[int, int]] | None = None  # secret chosen per match
 
     def secret_span(self, m: re.Match) -> tuple[int, int]:
+        if self.span_of is not None:
+            return self.span_of(m)
         found = m.groupdict()
         for name in self.groups:
             if found.get(name) is not None:
@@ -146,22 +148,24 @@ def _key_is_secret_name(m: re.Match) -> bool:
 _HEX_LITERAL = re.compile(r"0[xX][0-9a-fA-F]+")
 _ANNOTATED_DEFAULT = re.compile(r"[A-Za-z_][\w.\[\]]*=")
 _TEMPLATE = re.compile(r"%\(\w+\)[sd]|\{[^{}\s]*\}|\$\{")
-_WORDS = re.compile(r"[A-Za-z]+")
 _SELF_NAMES = frozenset(
     "pass passwd password passphrase pwd secret secrets token key apikey auth credentials".split()
 )
-
-
-def _names_itself(value: str) -> bool:
-    """Constants that spell a field's name: PASSWORD = "password", "waitForTaskToken"."""
-    if len(value) > 64 or not _WORDS.fullmatch(value.replace("-", "").replace("_", "")):
-        return False
-    words = re.split(r"[-_]", _CAMEL_BOUNDARY.sub("_", value))
-    return any(word.lower() in _SELF_NAMES for word in words)
+_CAMEL_WORDS = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
+_PASCAL_WORDS = re.compile(r"(?:[A-Z][a-z]+)+")
+_INI_SECTION = re.compile(r"(?m)^[ \t]*\[[\w. \"-]{1,60}\][ \t]*$")
+_SELF_OBJECTS = ("self.", "this.", "cls.", "@")
 
 
 def _is_code_value(m: re.Match, value: str) -> bool:
-    """Whether a bare value is an expression of the surrounding code, not a literal."""
+    """Whether a bare value is plainly an expression of the surrounding code (a call, an
+    attribute chain, a variable passed along) rather than a literal.
+
+    Where the operator is glued to both sides (``PASSWORD=x`` in a shell, an .env file,
+    a query string, a properties file) a bare word is a literal: only references count
+    as code there. Spaced assignments in source code take variables as code when they
+    are shaped like variables (snake_case, camelCase, the key's own name).
+    """
     text = m.string
     nxt = text[m.end() : m.end() + 1]
     if nxt in ("(", "[") or (nxt in ('"', "'") and len(value) <= 2):
@@ -186,23 +190,32 @@ def _is_code_value(m: re.Match, value: str) -> bool:
         return False
     if core != value:
         return True  # "if token == expected:", "x = !token"
-    if _is_attribute(text, m.start()):
-        return True  # self._master_password = value
-    lowered = value.lower()
-    if "_" in value or any(word in lowered for word in _NAME_WORDS):
-        return True  # a variable: password = user_password, token=token
-    if nxt in (",", ")"):
-        return True  # a keyword argument passing a variable along
+    if nxt in (",", ")", "}"):
+        return True  # a keyword argument or an object entry passing a variable along
     around = text[op_start - 1 : op_start] + text[op_end : op_end + 1]
-    spaced = " " in around or "\t" in around
+    if " " not in around and "\t" not in around:
+        return False  # PASSWORD=claude_auth_pass: shell, .env, URLs and properties files
+    if text[op_start] == ":":
+        # YAML: "password: maple_orbit_pass" ending its line is the value itself;
+        # "Password: must be set" goes on and is a sentence.
+        if _PASCAL_WORDS.fullmatch(value):
+            return True  # a type: password: SecretStr
+        return nxt == ";" or _continues_line(text, m.end())
+    if _INI_SECTION.search(text):
+        return False  # an INI/TOML file: password = maple_orbit_pass is a literal
+    if nxt == ";" or "_" in value or _CAMEL_WORDS.fullmatch(value):
+        return True  # a variable: password = user_password, const token = authToken;
+    if value.lower() == m.group("key").lower() or _is_self_attribute(text, m.start()):
+        return True  # token = token; self._master_password = value
     # test_pass = await check(user); passwd = acct = ''; Password: must be set
-    return spaced and _continues_line(text, m.end())
+    return _continues_line(text, m.end())
 
 
-def _is_attribute(text: str, index: int) -> bool:
-    """Whether the identifier around ``index`` is reached through a dot (obj.attr)."""
+def _is_self_attribute(text: str, index: int) -> bool:
+    """Whether the name around ``index`` is an attribute of self/this/cls (or @ivar)."""
     start = _name_start(text, index)
-    return text[start - 1 : start] == "."
+    head = text[max(0, start - 5) : start]
+    return head.endswith(_SELF_OBJECTS)
 
 
 def _continues_line(text: str, index: int) -> bool:
@@ -229,27 +242,53 @@ def _is_label_and_path(m: re.Match, value: str) -> bool:
     return text[m.start("key") - 1 : m.start("key")] == "-" and bool(_GLUED_PATH.match(value))
 
 
+# Sudoers tags that ask for (or waive) a password: "NOPASSWD: /usr/sbin/zpool".
+_SUDOERS_COMMAND = re.compile(r"[ \t]*(?:/|ALL\b|!|[A-Z_]+:)")
+
+
+def _is_sudoers_tag(m: re.Match) -> bool:
+    text = m.string
+    start = m.start("key")
+    if text[start : m.end("key")] != "PASSWD" or text[m.start("op") : m.end("op")] != ":":
+        return False
+    if m.start("op") != m.end("key"):
+        return False
+    before = text[max(0, start - 2) : start]
+    if before == "NO" or not before or not before[-1].isalnum():
+        return bool(_SUDOERS_COMMAND.match(text, m.end("op")))
+    return False
+
+
 def _check_assignment(m: re.Match) -> bool:
-    if not _key_is_secret_name(m):
+    if not _key_is_secret_name(m) or _is_sudoers_tag(m):
         return False
     key = m.group("key").lower()
     value, quoted = _value(m)
     if not quoted and m.group("v4") is not None and _is_label_and_path(m, value):
         return False
-    if _is_placeholder(value) or _names_itself(value) or value.startswith("arn:"):
+    if _is_placeholder(value) or value.startswith("arn:"):
         return False  # an AWS resource name identifies, it does not authenticate
     if key == "pwd" and value[0] in "/~.":
         return False  # a working directory
     if quoted:
         if _TEMPLATE.search(value):
             return False  # 'IDENTIFIED BY "%(password)s"', f"{prefix}-token"
+        op_start, op_end = m.span("op")
+        if (
+            m.string[op_start:op_end] == ":"
+            and m.string[op_start - 1 : op_start] == " "
+            and (m.string[op_end : op_end + 1] in ("'", '"'))
+        ):
+            return False  # psql's :'new_password' names a variable
     elif _is_code_value(m, value):
         return False
     if _is_password_key(key):
         return True
     if key in ("token", "auth") or key.startswith("cred"):
-        # Vague names (tokenizers, auth modes...): the value itself must look minted.
-        return _looks_minted(value)
+        # Vague names (auth modes, token kinds): a short plain word is a setting, anything
+        # long or minted-looking is taken for the credential.
+        long_word = len(value) >= 12 and any(c.isalpha() for c in value)
+        return _looks_minted(value) or (long_word and not any(c.isspace() for c in value))
     # secret / *_key: any single-word value; prose in such a field is text.
     return not any(c.isspace() for c in value)
 
@@ -263,7 +302,7 @@ def _assignment_kind(m: re.Match) -> str:
 _CLI_FLAG = re.compile(
     r"(?P<key>pass(?:word|wd)?|token|secret|key)(?:=|[ \t]+)" + _VALUE,
 )
-_FLAG_NAME = re.compile(r"(?:^|(?<=[\s\"'=]))--((?:[a-z0-9]+-)*)$")
+_FLAG_NAME = re.compile(r"(?:^|(?<=[\s\"'=]))--?((?:[a-z0-9]+-)*)$")
 _FLAG_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "client", "auth"})
 
 
@@ -278,12 +317,20 @@ def _check_cli_flag(m: re.Match) -> bool:
     value, quoted = _value(m)
     if _is_placeholder(value) or value.startswith("-"):
         return False
+    if m.string.startswith(_MARKER_PREFIX, m.end()):
+        return False  # -pass pass:[REDACTED...]: what is left of a value already redacted
     separated_by_space = m.string[m.end("key")] != "="
-    if separated_by_space and not quoted and value.isalpha() and value.islower():
+    if (
+        separated_by_space
+        and not quoted
+        and value.isalpha()
+        and value.islower()
+        and len(value) < 12
+    ):
         return False  # "use --token with care", "the --password option": prose about flags
     if _is_password_key(key):
         return True
-    return quoted or _looks_minted(value)
+    return quoted or _looks_minted(value) or len(value) >= 12
 
 
 # -- client programs that take a password inline ---------------------------------------
@@ -292,7 +339,12 @@ _CLI_PASSWORD = re.compile(
     r"(?:(?<![\w-])mysql(?:dump|admin)?\b[^\n;|&]{0,300}?[ \t]-p"
     r"|(?<![\w-])sshpass[ \t]+-p[ \t]*"
     r"|(?<![\w-])redis-cli\b[^\n;|&]{0,300}?[ \t]-a[ \t]+"
-    r"|login(?<=docker login)\b[^\n;|&]{0,300}?[ \t]-p[ \t]+)"
+    r"|(?<![\w-])mysqladmin\b[^\n;|&]{0,300}?[ \t]password[ \t]+"
+    r"|(?<![\w-])mongosh\b[^\n;|&]{0,300}?[ \t]-p[ \t]+"
+    r"|login(?:(?<=docker login)|(?<=podman login)|(?<=nerdctl login)|(?<=az login))\b"
+    r"[^\n;|&]{0,300}?[ \t]-p[ \t]+"
+    r"|(?<![\w-])rabbitmqctl[ \t]+(?:add_user|change_password)[ \t]+\S+[ \t]+"
+    r"|gh secret set\b[^\n;|&]{0,200}?[ \t](?:--body|-b)(?:[ \t]+|=))"
     r"""(?:'(?P<v3>[^'\n]{1,256})'|"(?P<v1>[^"\n]{1,256})"|(?P<v4>[^\s'"]{1,256}))"""
 )
 
@@ -301,7 +353,209 @@ def _check_cli_password(m: re.Match) -> bool:
     return not _is_placeholder(_value(m)[0])
 
 
+# htpasswd -b[c|n|B...] [FILE] USER PASSWORD: the password is the last argument, the
+# third with a file and the second with -n (which prints instead of writing a file).
+_HTPASSWD = re.compile(
+    r"htpasswd(?P<flags>(?:[ \t]+-[A-Za-z]+)+)[ \t]+(?P<a1>[^\s\-|;&<>][^\s|;&<>]*)"
+    r"[ \t]+(?P<a2>[^\s|;&<>]+)(?:[ \t]+(?P<a3>[^\s|;&<>]+))?"
+)
+
+
+def _htpasswd_span(m: re.Match) -> tuple[int, int]:
+    return m.span("a2") if "n" in m.group("flags") or m.group("a3") is None else m.span("a3")
+
+
+def _check_htpasswd(m: re.Match) -> bool:
+    if "b" not in m.group("flags"):
+        return False  # without -b the password is asked for, not given
+    start, end = _htpasswd_span(m)
+    return not _is_placeholder(m.string[start:end].strip("'\""))
+
+
+# openssl's pass:X and keytool's -storepass X / -keypass X
+_TOOL_PASS = re.compile(
+    r"pass(?:in|out)?(?:(?<=-pass)|(?<=-passin)|(?<=-passout)|(?<=storepass)|(?<=keypass))"
+    r"[ \t]+(?:pass:)?" + _VALUE
+)
+
+# SQL: CREATE USER app WITH PASSWORD 'x', ALTER ROLE ... PASSWORD 'x', IDENTIFIED BY 'x'
+_SQL_PASSWORD = re.compile(
+    r"(?:password|identified[ \t]+by)[ \t]+(?:'(?P<v3>[^'\n]{1,256})'|\"(?P<v1>[^\"\n]{1,256})\")",
+    re.IGNORECASE,
+)
+
+
+def _check_sql_password(m: re.Match) -> bool:
+    value = _value(m)[0]
+    return not (_is_placeholder(value) or _TEMPLATE.search(value))
+
+
+# echo 'user:password' | chpasswd
+_CHPASSWD = re.compile(
+    r"echo[ \t]+(?:-e[ \t]+)?['\"]?[\w.@-]+:(?P<v4>[^\s'\"|]+)['\"]?[ \t]*\|[ \t]*"
+    r"(?:sudo[ \t]+)?chpasswd"
+)
+
+
 _NETRC = re.compile(r"login[ \t]+\S+[ \t]+password[ \t]+(?P<v4>\S+)")
+
+# -- prose: "the staging password is X", "Your password `X`" ---------------------------
+
+_PROSE = re.compile(
+    r"(?P<key>pass(?:word|wd|phrase|code)|secret|token|key|credentials?)s?"
+    r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[\w.@:/-]{1,60}){1,3})?"
+    r"(?:[ \t]+(?:is|was|are|has[ \t]+been|->|→)(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+"
+    r"|[ \t]+(?:to[ \t]+)?(?=[`\"]))"
+    r"(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+|changed[ \t]+to[ \t]+)?"
+    r"(?:\*\*)?"
+    r"(?:`(?P<v5>[^`\n]{1,256})`|\"(?P<v1>[^\"\n]{1,256})\"|'(?P<v3>[^'\n]{1,256})'"
+    r"|(?P<v4>[^\s\"'`]{1,256}))",
+    re.IGNORECASE,
+)
+_PROSE_GROUPS = ("v5", "v1", "v3", "v4")
+_PROSE_KEY_QUALIFIER = re.compile(r"([A-Za-z]+)[ \t_-]+$")
+# What follows "the password is" when no password does.
+_PROSE_WORDS = frozenset(
+    "the a an not wrong incorrect correct invalid valid required missing empty set stored "
+    "in on at to too still now being case same different saved kept sent changed reset "
+    "only just also what that this your my our their there here never always generated "
+    "rotated shown visible hidden optional mandatory usually weak strong short long good "
+    "fine ok okay sensitive updated read checked used given provided passed managed "
+    "handled configured defined specified listed available unavailable known unknown one "
+    "two from with without for by and or but if as it its is was be been ignored expired "
+    "revoked leaked compromised encrypted hashed salted exposed blank null none unset "
+    "sent right bad new old default".split()
+)
+_PROSE_SUFFIXES = ("ed", "ing", "ly", "able", "ible")
+_TRAILING_PUNCTUATION = ".,;:!?)]*"
+
+
+def _prose_value(m: re.Match) -> tuple[str, bool, int, int]:
+    """(value, quoted, start, end) of a prose match, trailing punctuation left out."""
+    for name in _PROSE_GROUPS:
+        if m.group(name) is not None:
+            start, end = m.span(name)
+            if name != "v4":
+                return m.group(name), True, start, end
+            value = m.group(name).rstrip(_TRAILING_PUNCTUATION)
+            return value, False, start, start + len(value)
+    return "", False, m.end(), m.end()
+
+
+def _prose_span(m: re.Match) -> tuple[int, int]:
+    _, _, start, end = _prose_value(m)
+    return start, end
+
+
+_CALL = re.compile(r"[A-Za-z_][\w.]*[(\[]")
+
+
+def _is_reference(value: str) -> bool:
+    """A value that names where a secret lives instead of being one."""
+    core = value.rstrip(";")
+    return (
+        _is_placeholder(core)
+        or bool(_DOTTED_NAME.fullmatch(core))
+        or bool(_CALL.match(core))
+        or core.startswith(("os.environ", "process.env", "ENV[", "env("))
+    )
+
+
+def _check_prose(m: re.Match) -> bool:
+    text = m.string
+    key = m.group("key").lower()
+    start = m.start("key")
+    if text[start - 1 : start].isalpha() and key in ("key", "token", "secret"):
+        return False  # monkey, broken, ...: only whole words
+    if key == "key":
+        q = _PROSE_KEY_QUALIFIER.search(text, max(0, start - 24), start)
+        if q is None or q.group(1).lower() not in _KEY_QUALIFIERS:
+            return False
+    if key == "token":
+        q = _PROSE_KEY_QUALIFIER.search(text, max(0, start - 24), start)
+        if q is not None and q.group(1).lower() in _BENIGN_TOKEN_QUALIFIERS:
+            return False
+    value, quoted, _, _ = _prose_value(m)
+    if not value or _is_reference(value) or value.startswith(("http://", "https://", "/", "~")):
+        return False
+    password_like = key.startswith("pass")
+    colon = (
+        ":" in text[m.end("key") : _prose_span(m)[0]]
+        and " is" not in text[m.end("key") : _prose_span(m)[0]]
+    )
+    if colon:
+        return _looks_minted(value)  # "Password: hunter2x (rotated)"; the rest is left to
+        # the assignment rule, which knows code
+    if quoted:
+        return password_like or not any(c.isspace() for c in value)
+    if len(value) < 4:
+        return False
+    if value.isdigit():
+        return len(value) >= 6
+    lowered = value.lower()
+    if value.isalpha():
+        if lowered in _PROSE_WORDS or lowered.endswith(_PROSE_SUFFIXES):
+            return False
+        if colon:
+            return False  # password: SecretStr, token: Token: a type, left to the assignment rule
+        if value.islower() or (value[0].isupper() and value[1:].islower()):
+            return password_like and len(value) >= 6  # a word: only a password is one
+        return True  # mixed case inside a word
+    return True
+
+
+# "Credentials: ops / hunter2x", "login: admin:hunter2x"
+_USER_AND_PASSWORD = re.compile(
+    r"(?:credentials?|login)[ \t]*:?[ \t]+[\w.@+-]{1,64}[ \t]*(?:/|:|,)[ \t]*"
+    r"(?P<v4>[^\s\"'`]{4,256})",
+    re.IGNORECASE,
+)
+
+
+def _user_and_password_span(m: re.Match) -> tuple[int, int]:
+    start = m.start("v4")
+    return start, start + len(m.group("v4").rstrip(_TRAILING_PUNCTUATION))
+
+
+def _check_user_and_password(m: re.Match) -> bool:
+    start, end = _user_and_password_span(m)
+    value = m.string[start:end]
+    if _is_reference(value) or value.startswith(("/", "~", "-")) or "://" in value:
+        return False
+    return not value.isalpha() or len(value) >= 8
+
+
+# A secret quoted back in backticks a few words after its name: "Here is the secret you
+# asked for: `...`", "the token in your config is `...`".
+_QUOTED_AFTER = re.compile(
+    r"(?P<key>pass(?:word|wd|phrase|code)|secret|token|key)s?"
+    r"(?:[ \t]+[^\s`]{1,40}){0,5}?[ \t]*(?::|[ \t](?:is|was|to|are))?[ \t]*"
+    r"`(?P<v5>[^`\n]{1,256})`",
+    re.IGNORECASE,
+)
+
+
+def _check_quoted_after(m: re.Match) -> bool:
+    text = m.string
+    key = m.group("key").lower()
+    start = m.start("key")
+    if text[start - 1 : start].isalpha():
+        return False  # monkey, broken: whole words only
+    qualifier = _PROSE_KEY_QUALIFIER.search(text, max(0, start - 24), start)
+    before = qualifier.group(1).lower() if qualifier else ""
+    if key == "key" and before not in _KEY_QUALIFIERS:
+        return False
+    if key == "token" and before in _BENIGN_TOKEN_QUALIFIERS:
+        return False
+    value = m.group("v5")
+    if _is_reference(value) or value.startswith(("/", "~", "-", ".")) or "/" in value:
+        return False  # a variable, a path or a flag named in backticks
+    if key.startswith("pass"):
+        return True
+    if any(c.isspace() for c in value):
+        return False
+    return _looks_minted(value) or len(value) >= 12
+
 
 # -- URLs with credentials -------------------------------------------------------------
 
@@ -408,7 +662,7 @@ _RULES: tuple[_Rule, ...] = (
         "github_token",
         (("ghp_", 0), ("gho_", 0), ("ghu_", 0), ("ghs_", 0), ("ghr_", 0), ("github_pat_", 0)),
         _token(
-            r"(?<![A-Za-z0-9])(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{30,255})"
+            r"(?:gh[pousr]_[A-Za-z0-9]{30,255}|github_pat_[A-Za-z0-9_]{30,255})"
             r"(?![A-Za-z0-9])"
         ),
     ),
@@ -420,7 +674,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "slack_token",
         (("xox", 0),),
-        _token(r"(?<![A-Za-z0-9])xox[abposer]-[A-Za-z0-9-]{10,250}(?<!-)"),
+        _token(r"xox[abposer]-[A-Za-z0-9-]{10,250}(?<!-)"),
     ),
     _Rule(
         "slack_webhook",
@@ -430,7 +684,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "anthropic_key",
         (("k-", 1),),
-        _token(rf"(?<![{_URLSAFE}])sk-ant-[{_URLSAFE}]{{20,300}}"),
+        _token(rf"sk-ant-[{_URLSAFE}]{{20,300}}"),
     ),
     _Rule(
         "openai_key",
@@ -462,7 +716,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule(
         "npm_token",
         (("pm_", 1),),
-        _token(r"(?<![A-Za-z0-9])npm_[A-Za-z0-9]{36,40}(?![A-Za-z0-9])"),
+        _token(r"npm_[A-Za-z0-9]{36,40}(?![A-Za-z0-9])"),
     ),
     _Rule("pypi_token", (("pypi-", 0),), _token(rf"pypi-Ag[{_URLSAFE}]{{50,1000}}")),
     _Rule(
@@ -555,11 +809,49 @@ _RULES: tuple[_Rule, ...] = (
     ),
     _Rule(
         "cli_password",
-        (("ysql", 1), ("pass", len("ssh")), ("cli", len("redis-")), ("gin", len("lo"))),
+        (
+            ("ysql", 1),
+            ("pass", len("ssh")),
+            ("cli", len("redis-")),
+            ("gin", len("lo")),
+            ("gosh", len("mon")),
+            ("qctl", len("rabbitm")),
+            ("cret", len("gh se")),
+        ),
         _CLI_PASSWORD,
         cased=False,
         groups=_VALUE_GROUPS,
         check=_check_cli_password,
+    ),
+    _Rule(
+        "cli_password",
+        (("pass", len("ht")),),
+        _HTPASSWD,
+        check=_check_htpasswd,
+        span_of=_htpasswd_span,
+    ),
+    _Rule(
+        "cli_password",
+        (("pass", 0),),
+        _TOOL_PASS,
+        groups=_VALUE_GROUPS,
+        check=lambda m: not _is_placeholder(_value(m)[0]),
+    ),
+    _Rule(
+        "cli_password",
+        (("pass", 0), ("fied", len("identi"))),
+        _SQL_PASSWORD,
+        cased=False,
+        groups=("v3", "v1"),
+        check=_check_sql_password,
+    ),
+    _Rule(
+        "cli_password",
+        (("cho", 1),),
+        _CHPASSWD,
+        cased=False,
+        groups=("v4",),
+        check=lambda m: not _is_placeholder(m.group("v4")),
     ),
     _Rule(
         "netrc_password",
@@ -594,5 +886,32 @@ _RULES: tuple[_Rule, ...] = (
         groups=_VALUE_GROUPS,
         check=_check_assignment,
         kind_of=_assignment_kind,
+    ),
+    _Rule(
+        "password_prose",
+        (("pass", 0), ("cret", 2), ("ken", 2), ("key", 0), ("cred", 0)),
+        _PROSE,
+        cased=False,
+        check=_check_prose,
+        span_of=_prose_span,
+        kind_of=lambda m: "password" if m.group("key").lower().startswith("pass") else "secret",
+    ),
+    _Rule(
+        "password_prose",
+        (("cred", 0), ("gin", 2)),
+        _USER_AND_PASSWORD,
+        cased=False,
+        check=_check_user_and_password,
+        span_of=_user_and_password_span,
+        kind_of=lambda m: "password",
+    ),
+    _Rule(
+        "password_prose",
+        (("pass", 0), ("cret", 2), ("ken", 2), ("key", 0)),
+        _QUOTED_AFTER,
+        cased=False,
+        groups=("v5",),
+        check=_check_quoted_after,
+        kind_of=lambda m: "password" if m.group("key").lower().startswith("pass") else "secret",
     ),
 )
