@@ -90,7 +90,7 @@ class UsageRow:
 
 
 @dataclass
-class Usage:
+class TokenUsage:
     """The window's token usage and its estimated cost, beside SessionHub's own LLM spend."""
 
     tokens: dict[str, int]
@@ -116,7 +116,7 @@ class Overview:
     charts: list[Chart]
     top: list[Chart]
     crashed: list[Session]
-    usage: Usage | None = None
+    tokens: TokenUsage | None = None
     developer: str = ""
     project: str = ""
 
@@ -309,7 +309,9 @@ def overview(
         charts=[per_day, per_hour, *buckets],
         top=top,
         crashed=crashed,
-        usage=usage(team, window, first_day, days, with_summaries=not (developer or project)),
+        tokens=token_usage(
+            team, window, first_day, days, with_summaries=not (developer or project)
+        ),
         developer=developer,
         project=project,
     )
@@ -350,9 +352,9 @@ def _ranked(rows: dict[Any, UsageRow]) -> list[UsageRow]:
     return [r for r in ranked if r.tokens][:USAGE_TOP]
 
 
-def usage(
+def token_usage(
     team: Team, window: QuerySet[Session], first_day: date, days: int, *, with_summaries: bool
-) -> Usage:
+) -> TokenUsage:
     """The window's tokens per day (by kind) and their cost, SessionHub's own summaries'
     spend beside it, and the top projects, developers and agents by tokens: one
     aggregate over the window (by day, project, developer, agent and model), folded here."""
@@ -443,7 +445,7 @@ def usage(
     for agent in groups["agent"].values():
         if agent.label in shared and agent.developer:
             agent.label = f"{agent.label} · {agent.developer}"
-    return Usage(
+    return TokenUsage(
         tokens=totals,
         total_tokens=sum(totals.values()),
         cost=cost_total,

@@ -138,10 +138,10 @@ def overview(request: MemberRequest) -> HttpResponse:
         {
             "data": data,
             "day_choices": OVERVIEW_DAYS,
-            # Did memory help? This week's figure, whatever the period shown.
-            "memory_help": usage.usage_figure(request.team, days=7),
             "developers": selectors.developers_for_filter(request.team),
             "projects": selectors.projects_for_filter(request.team),
+            # Did memory help? This week's figure, whatever the period shown.
+            "memory_help": usage.usage_figure(request.team, days=7),
         },
     )
 

@@ -131,12 +131,12 @@ def test_session_list_by_developer_and_by_project(page: Any, live_server: Any, v
 
 def test_overview_tokens_and_cost_chart(page: Any, live_server: Any, views: Any) -> None:
     log_in(page, live_server, "lead", "/")
-    usage = page.locator("section.usage")
+    usage = page.locator("section.tokens-cost")
     total = sum(USAGE.values()) * views["stops"]
-    assert usage.locator("[data-usage=tokens]").inner_text() == f"{total:,}"
+    assert usage.locator("[data-tokens=tokens]").inner_text() == f"{total:,}"
     cost = STOP_COST * views["stops"]
-    assert usage.locator("[data-usage=cost]").inner_text() == f"${cost:.2f}"
-    assert usage.locator("[data-usage=summaries]").inner_text() == "50,000"
+    assert usage.locator("[data-tokens=cost]").inner_text() == f"${cost:.2f}"
+    assert usage.locator("[data-tokens=summaries]").inner_text() == "50,000"
     assert "gpt-4o-mini" in usage.inner_text()
 
     charts = usage.locator("figure.chart-card")
@@ -160,10 +160,10 @@ def test_overview_tokens_and_cost_chart(page: Any, live_server: Any, views: Any)
     page.get_by_role("button", name="Show").click()
     page.wait_for_url("**developer=bob-desktop**")
     bob_stops = sum(1 for s in BOB for x in claude_code_hooks(s) if x["hook_event_name"] == "Stop")
-    assert page.locator("[data-usage=tokens]").inner_text() == (
+    assert page.locator("[data-tokens=tokens]").inner_text() == (
         f"{sum(USAGE.values()) * bob_stops:,}"
     )
-    assert page.locator("[data-usage=summaries]").count() == 0
+    assert page.locator("[data-tokens=summaries]").count() == 0
 
     # On a phone the charts' labels stay readable: drawn at least 9 px high.
     page.set_viewport_size({"width": 390, "height": 844})
@@ -177,7 +177,7 @@ def test_overview_tokens_and_cost_chart(page: Any, live_server: Any, views: Any)
     assert page.evaluate("document.documentElement.scrollWidth") <= 390
     page.set_viewport_size({"width": 1360, "height": 900})
     page.reload()
-    by_project = page.locator("section.usage-table", has_text="Tokens by project")
+    by_project = page.locator("section.tokens-table", has_text="Tokens by project")
     assert sorted(by_project.locator("tbody th").all_inner_texts()) == [
         "/home/maya/work/push-relay",
         "/home/maya/work/storefront",

@@ -34,8 +34,7 @@ pytestmark = pytest.mark.django_db
 # overview's tokens and cost are one aggregate and the summaries' ledger one read; its
 # developer and project menus one DISTINCT (cached), as the session list's.
 PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
-    # Two for "did memory help" (the judged preambles' and MCP answers' sums), two for
-    # the tokens and cost.
+    # Two more for "did memory help" (the judged preambles' and MCP answers' sums).
     "overview": (lambda w: reverse("dashboard:overview"), 14),
     "sessions": (lambda w: reverse("dashboard:sessions"), 6),
     "sessions filtered": (

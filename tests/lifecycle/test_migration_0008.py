@@ -1,5 +1,5 @@
 """Agents named by earlier versions ("<project> (<gateway>)") read as the project after
-lifecycle 0007, their gateway becoming the developer of them and of their sessions."""
+lifecycle 0008, their gateway becoming the developer of them and of their sessions."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from django.db.migrations.executor import MigrationExecutor
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-BEFORE = [("lifecycle", "0006_gateway_codex_gemini_cli")]
-AFTER = [("lifecycle", "0007_developers_projects_tokens")]
+BEFORE = [("lifecycle", "0007_session_fillfactor")]
+AFTER = [("lifecycle", "0008_developers_projects_tokens")]
 
 
 def test_old_agent_names_become_project_and_developer() -> None:

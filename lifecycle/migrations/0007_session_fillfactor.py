@@ -22,6 +22,6 @@ def _set_fillfactor(value: int) -> Any:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("lifecycle", "0007_developers_projects_tokens")]
+    dependencies = [("lifecycle", "0006_gateway_codex_gemini_cli")]
 
     operations = [migrations.RunPython(_set_fillfactor(70), _set_fillfactor(100))]

@@ -32,7 +32,7 @@ def agents_named_as_now(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('lifecycle', '0006_gateway_codex_gemini_cli'),
+        ('lifecycle', '0007_session_fillfactor'),
     ]
 
     operations = [
