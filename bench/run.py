@@ -1099,7 +1099,7 @@ def worst_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
         for part in parts:
             for label, figure in part.items():
                 if not isinstance(figure, dict) or "p99_ms" not in figure:
-                    merged.setdefault(label, figure)  # a property of the run (sessions)
+                    merged[label] = figure  # a property of the run (sessions): the latest
                     continue
                 if label not in merged or figure["p99_ms"] > merged[label]["p99_ms"]:
                     merged[label] = figure
