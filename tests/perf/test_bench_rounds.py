@@ -107,6 +107,15 @@ def test_a_target_counts_only_when_every_round_meets_it(run: ModuleType) -> None
     assert "  batch: 12,000, 11,000, 10,500 events/s (÷ raw 0.60, 0.50, 0.58)" in table
 
 
+def test_the_batch_round_that_misses_its_target_is_the_worst(run: ModuleType) -> None:
+    rounds = [
+        {"batch": {"eps": 9_000.0, "errors": 0}, "raw": {"eps": 30_000.0, "writers": 2}},
+        {"batch": {"eps": 10_500.0, "errors": 0}, "raw": {"eps": 40_000.0, "writers": 2}},
+    ]
+    # The second has the lower share of raw, but only the first misses 10,000 events/s.
+    assert run.worst_of_rounds(rounds)["batch"]["eps"] == 9_000.0
+
+
 def test_one_round_reports_that_round(run: ModuleType) -> None:
     worst = run.worst_of_rounds(SHOWN[:1])
     assert worst["continuity"]["big_prompt"]["p99_ms"] == 30.0
