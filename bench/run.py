@@ -152,6 +152,15 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument(
         "--round-seconds", type=float, help="seconds per saturation round (default 10)"
     )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        help="times the whole plan runs; each figure is reported as the worst of them, with "
+        "every round's value (default 3, --quick 1)",
+    )
+    parser.add_argument(
+        "--once", action="store_true", help="run the plan once (--repeat 1), for quick runs"
+    )
     parser.add_argument("--no-peer", action="store_true", help="skip the claude-mem peer")
     parser.add_argument(
         "--all-in-lookback",
@@ -207,6 +216,11 @@ class Bench:
         self.nginx: Any = None  # stack.Nginx when --front nginx
         self.continuity_agent = ""
         self.seeded_sessions = 0  # completed sessions the continuity part seeded
+        # Each continuity size's sessions in the lookback, once it is seeded (the rounds
+        # after the first measure the same seed).
+        self.continuity_seeded: dict[str, int] = {}
+        self.repeat = 1 if args.once else (args.repeat or (1 if args.quick else 3))
+        self.rounds: list[dict[str, Any]] = []  # each round's figures, as ``results`` holds them
         self.mp = multiprocessing.get_context("spawn")
         self.worker_class = "gthread" if args.threads > 1 else "sync"
 
@@ -693,9 +707,67 @@ class Bench:
     def continuity(self) -> None:
         """Latency with 50, then with ``plan.big`` completed sessions of one agent."""
         now = datetime.now(UTC)
-        agent_id = self.continuity_agent = str(uuid.uuid4())
         days = 7 if self.args.all_in_lookback else 30
         gateway = "bench-token"  # the token's name: part of a Claude Code agent's identity
+        if self.continuity_agent:
+            agent_id = self.continuity_agent
+        else:
+            agent_id = self.continuity_agent = str(uuid.uuid4())
+            self._continuity_agent_create(agent_id, gateway, now)
+        keywords = common.TOPICS[:6]
+        results: dict[str, Any] = {}
+        seeded = self.seeded_sessions
+        for label, total in (("small", 50), ("big", self.plan.big)):
+            if seeded > total:
+                continue  # a later round: the agent has the big seed, the small one is past
+            started = time.monotonic()
+            names = [
+                f"{label}-{i:06d}-{secrets.token_hex(4)}-4000-8000-continuity"
+                for i in range(self.plan.continuity_requests + 20)
+            ]
+            with psycopg.connect(self.dsn) as conn:
+                if label not in self.continuity_seeded:
+                    common.seed_completed_sessions(
+                        conn,
+                        team_id=self.team_id,
+                        agent_id=agent_id,
+                        count=total - seeded,
+                        start_serial=seeded,
+                        days=days,
+                        now=now,
+                    )
+                common.seed_new_sessions(
+                    conn, team_id=self.team_id, agent_id=agent_id, names=names, now=now
+                )
+                conn.commit()
+                conn.autocommit = True
+                if label not in self.continuity_seeded:
+                    conn.execute("ANALYZE")
+                    # The seed is months of a team's work written in seconds: its
+                    # write-back is done here, not during the requests measured next.
+                    conn.execute("CHECKPOINT")
+                    self.continuity_seeded[label] = conn.execute(
+                        "SELECT count(*) FROM lifecycle_session WHERE agent_id = %s "
+                        "AND status = 'ended' AND ended_at >= now() - interval '7 days'",
+                        [agent_id],
+                    ).fetchone()[0]
+            in_window = self.continuity_seeded[label]
+            seeded = self.seeded_sessions = total
+            log(
+                f"continuity: {total} completed sessions ({in_window} in the 7-day lookback) "
+                f"ready in {time.monotonic() - started:.1f} s"
+            )
+            stages = [(label, {"keywords": keywords})]
+            if label == "big":  # then the same sessions' first prompt
+                stages.append(("big_prompt", {"prompt": common.FIRST_PROMPT}))
+            for stage, ask in stages:
+                results[stage] = self._continuity_measure(
+                    names, ask, total=total, in_window=in_window
+                )
+        self.results["continuity"] = results
+        self.results["continuity_spread_days"] = days
+
+    def _continuity_agent_create(self, agent_id: str, gateway: str, now: datetime) -> None:
         with psycopg.connect(self.dsn) as conn:
             common.copy_rows(
                 conn,
@@ -713,53 +785,6 @@ class Bench:
                     }
                 ],
             )
-        keywords = common.TOPICS[:6]
-        results: dict[str, Any] = {}
-        seeded = 0
-        for label, total in (("small", 50), ("big", self.plan.big)):
-            started = time.monotonic()
-            names = [
-                f"{label}-{i:06d}-{secrets.token_hex(4)}-4000-8000-continuity"
-                for i in range(self.plan.continuity_requests + 20)
-            ]
-            with psycopg.connect(self.dsn) as conn:
-                common.seed_completed_sessions(
-                    conn,
-                    team_id=self.team_id,
-                    agent_id=agent_id,
-                    count=total - seeded,
-                    start_serial=seeded,
-                    days=days,
-                    now=now,
-                )
-                common.seed_new_sessions(
-                    conn, team_id=self.team_id, agent_id=agent_id, names=names, now=now
-                )
-                conn.commit()
-                conn.autocommit = True
-                conn.execute("ANALYZE")
-                # The seed is months of a team's work written in seconds: its write-back
-                # is done here, not during the requests measured next.
-                conn.execute("CHECKPOINT")
-                in_window = conn.execute(
-                    "SELECT count(*) FROM lifecycle_session WHERE agent_id = %s "
-                    "AND status = 'ended' AND ended_at >= now() - interval '7 days'",
-                    [agent_id],
-                ).fetchone()[0]
-            seeded = self.seeded_sessions = total
-            log(
-                f"continuity: {total} completed sessions seeded ({in_window} in the 7-day "
-                f"lookback) in {time.monotonic() - started:.1f} s"
-            )
-            stages = [(label, {"keywords": keywords})]
-            if label == "big":  # then the same sessions' first prompt
-                stages.append(("big_prompt", {"prompt": common.FIRST_PROMPT}))
-            for stage, ask in stages:
-                results[stage] = self._continuity_measure(
-                    names, ask, total=total, in_window=in_window
-                )
-        self.results["continuity"] = results
-        self.results["continuity_spread_days"] = days
 
     def _continuity_measure(
         self, names: list[str], ask: dict[str, Any], *, total: int, in_window: int
@@ -965,10 +990,16 @@ class Bench:
             if self.wants("single") and not self.args.no_peer:
                 self.start_peer()
             self.warmup()
-            for part in ("single", "fixed", "batch", "raw", "continuity", "mcp"):
-                if self.wants(part):
-                    log(f"--- {part}")
-                    getattr(self, {"fixed": "fixed_rate"}.get(part, part))()
+            for round_no in range(1, self.repeat + 1):
+                if self.repeat > 1:
+                    log(f"=== round {round_no} of {self.repeat}")
+                for part in ("single", "fixed", "batch", "raw", "continuity", "mcp"):
+                    if self.wants(part):
+                        log(f"--- {part}")
+                        getattr(self, {"fixed": "fixed_rate"}.get(part, part))()
+                self.rounds.append(
+                    {key: self.results.pop(key) for key in ROUND_KEYS if key in self.results}
+                )
             if self.args.profile:
                 log("--- profile")
                 self.profile()
@@ -982,6 +1013,9 @@ class Bench:
 
             traceback.print_exc()
         finally:
+            if self.rounds:
+                self.results.update(worst_of_rounds(self.rounds))
+                self.results["rounds"] = self.rounds
             self.stop_peer()
             if self.nginx is not None:
                 self.nginx.close()
@@ -999,6 +1033,133 @@ class Bench:
         else:
             log(f"logs kept in {self.workdir}")
         return 1 if failed else 0
+
+
+# --- the rounds ----------------------------------------------------------------------------
+
+# What one round of the plan measures, by its key in the results.
+ROUND_KEYS = (
+    "single",
+    "peer",
+    "fixed",
+    "summary",
+    "batch",
+    "raw",
+    "continuity",
+    "continuity_spread_days",
+    "mcp",
+)
+
+
+def _worst(values: list[dict[str, Any]], key: Any) -> dict[str, Any]:
+    """The round whose figure is worst: the greatest ``key`` (ties: the earliest round)."""
+    return max(values, key=key)
+
+
+def worst_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure as the worst of the rounds that measured it, so a target counts as met
+    only when every round meets it: the lowest throughput (with the peer's, or the raw
+    database's, of the same round: the ratio is the round's), the highest latencies, each
+    continuity stage and MCP call on its own. Every round's figures stay in ``rounds``."""
+    worst: dict[str, Any] = {}
+    with_single = [r for r in rounds if r.get("single")]
+    if with_single:
+
+        def single_key(r: dict[str, Any]) -> float:
+            peer = r.get("peer")
+            ratio = r["single"]["rps"] / peer["rps"] if peer and peer["rps"] else None
+            return -(ratio if ratio is not None else r["single"]["rps"])
+
+        chosen = _worst(with_single, single_key)
+        worst["single"] = chosen["single"]
+        if chosen.get("peer"):
+            worst["peer"] = chosen["peer"]
+    for key, figure in (("fixed", "p99_ms"), ("summary", "p95_s")):
+        found = [r[key] for r in rounds if r.get(key)]
+        if found:
+            worst[key] = _worst(found, lambda f, figure=figure: f[figure])
+    with_batch = [r for r in rounds if r.get("batch")]
+    if with_batch:
+
+        def batch_key(r: dict[str, Any]) -> tuple[bool, float]:
+            # A round that misses the target first (10,000 events/s, or half of raw where
+            # raw is under that), then the lowest share of raw (or events/s without raw).
+            eps, raw = r["batch"]["eps"], r.get("raw")
+            ratio = eps / raw["eps"] if raw and raw["eps"] else None
+            slow_raw = raw is not None and raw["eps"] < TARGETS["batch_eps"]
+            met = eps >= TARGETS["batch_eps"] or (
+                slow_raw and ratio is not None and ratio >= TARGETS["batch_vs_raw"]
+            )
+            return (not met, -(ratio if ratio is not None else eps))
+
+        chosen = _worst(with_batch, batch_key)
+        worst["batch"] = chosen["batch"]
+        if chosen.get("raw"):
+            worst["raw"] = chosen["raw"]
+    elif any(r.get("raw") for r in rounds):
+        worst["raw"] = min((r["raw"] for r in rounds if r.get("raw")), key=lambda f: f["eps"])
+    for key in ("continuity", "mcp"):
+        parts = [r[key] for r in rounds if r.get(key)]
+        if not parts:
+            continue
+        merged: dict[str, Any] = {}
+        for part in parts:
+            for label, figure in part.items():
+                if not isinstance(figure, dict) or "p99_ms" not in figure:
+                    merged[label] = figure  # a property of the run (sessions): the latest
+                    continue
+                if label not in merged or figure["p99_ms"] > merged[label]["p99_ms"]:
+                    merged[label] = figure
+        worst[key] = merged
+    spread = [r["continuity_spread_days"] for r in rounds if r.get("continuity_spread_days")]
+    if spread:
+        worst["continuity_spread_days"] = spread[0]
+    return worst
+
+
+def rounds_text(rounds: list[dict[str, Any]]) -> list[str]:
+    """Every round's value of each figure with a target, in order (the table shows the
+    worst)."""
+
+    def each(values: list[Any], digits: int, unit: str) -> str:
+        return ", ".join(_n(v, digits) for v in values) + unit
+
+    lines = []
+    single = [r for r in rounds if r.get("single")]
+    if single:
+        ratios = [
+            r["single"]["rps"] / r["peer"]["rps"] if r.get("peer") and r["peer"]["rps"] else None
+            for r in single
+        ]
+        text = each([r["single"]["rps"] for r in single], 0, " req/s")
+        if all(x is not None for x in ratios):
+            text += " (÷ peer " + ", ".join(f"{x:.2f}" for x in ratios) + ")"
+        lines.append(f"  single-event ingest: {text}")
+    fixed = [r["fixed"] for r in rounds if r.get("fixed")]
+    if fixed:
+        lines.append(f"  300/s open loop, p99: {each([f['p99_ms'] for f in fixed], 1, ' ms')}")
+    batch = [r for r in rounds if r.get("batch")]
+    if batch:
+        text = each([r["batch"]["eps"] for r in batch], 0, " events/s")
+        if all(r.get("raw") for r in batch):
+            text += (
+                " (÷ raw "
+                + ", ".join(f"{r['batch']['eps'] / r['raw']['eps']:.2f}" for r in batch)
+                + ")"
+            )
+        lines.append(f"  batch: {text}")
+    for key, title in (("continuity", "continuity"), ("mcp", "MCP")):
+        labels: dict[str, list[float]] = {}
+        for r in rounds:
+            for label, figure in (r.get(key) or {}).items():
+                if isinstance(figure, dict) and "p99_ms" in figure:
+                    labels.setdefault(label, []).append(figure["p99_ms"])
+        for label, values in labels.items():
+            lines.append(f"  {title} {label}, p99: {each(values, 1, ' ms')}")
+    summary = [r["summary"] for r in rounds if r.get("summary")]
+    if summary:
+        lines.append(f"  summary after end, p95: {each([f['p95_s'] for f in summary], 2, ' s')}")
+    return lines
 
 
 # --- the table -----------------------------------------------------------------------------
@@ -1166,6 +1327,13 @@ def render(r: dict[str, Any]) -> str:
             f"continuity seed: one agent, ended_at spread evenly over the last "
             f"{r['continuity_spread_days']} days"
         )
+    rounds = r.get("rounds") or []
+    if len(rounds) > 1:
+        lines.append("")
+        lines.append(
+            f"each figure above is the worst of {len(rounds)} rounds of the plan; every round:"
+        )
+        lines.extend(rounds_text(rounds))
     for note in r.get("notes", []):
         lines.append(f"note: {note}")
     return "\n".join(lines)

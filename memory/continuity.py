@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from lifecycle.models import OPEN_STATUSES, Agent, Session
@@ -448,6 +448,20 @@ class _Window:
     summaries: dict[uuid.UUID, dict[str, str]]
     later: dict[uuid.UUID, Later]
     finished: dict[uuid.UUID, frozenset[str]]
+    # Each candidate's hot topics as read (JSON text, None without features), and its
+    # stored lexemes once a first prompt has read them (``relevance.stored_lexemes``).
+    topics_text: dict[uuid.UUID, str | None]
+    stored: list[dict[uuid.UUID, frozenset[str]]]
+
+    def lexemes(self) -> dict[uuid.UUID, frozenset[str]]:
+        """The candidates' stored lexemes (PostgreSQL), read at the window's first prompt."""
+        if not self.stored:
+            expected = {
+                prior.pk: (self.summaries.get(prior.pk), self.topics_text.get(prior.pk))
+                for prior, _ in self.rows
+            }
+            self.stored.append(relevance_lib.stored_lexemes(expected))
+        return self.stored[0]
 
 
 # Windows by the rows they were built from. An agent's candidate rows change when one of
@@ -472,7 +486,8 @@ def _window(agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime) -> _Wi
     finished = {
         prior.pk: _finished_task_ids(features, later.get(prior.pk)) for prior, features in rows
     }
-    window = _Window(rows, summaries, later, finished)
+    topics_text = {row[0]: row[6] for row in key}
+    window = _Window(rows, summaries, later, finished, topics_text, [])
     with _WINDOWS_LOCK:
         while len(_WINDOWS) >= _WINDOWS_MAX:
             _WINDOWS.pop(next(iter(_WINDOWS)))  # the oldest first
@@ -487,11 +502,13 @@ def _score_priors(
     window = _window(session.agent_id, exclude_pk=session.pk, now=now)
     rows = window.rows
     terms = relevance_lib.prompt_terms(prompt) if prompt else []
+    stored = window.lexemes() if terms and connection.vendor == "postgresql" else None
     texts = relevance_lib.session_texts(
         [prior.pk for prior, _ in rows],
         terms,
         {prior.pk: features.hot_topics for prior, features in rows if features},
         window.summaries,
+        stored,
     )
     weights = relevance_lib.relevance_scores(terms, {pk: t.matched for pk, t in texts.items()})
     # A prompt that opens other sessions too ("load claude.md") says little about which

@@ -4,9 +4,10 @@ and the record of every continuity preamble served."""
 from __future__ import annotations
 
 import uuid
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 
@@ -132,6 +133,45 @@ class Observation(models.Model):
         return f"{self.tool_name} in {self.session_id}"
 
 
+# The separators the MCP search reads as spaces inside paths and names (its ``_JOINERS``):
+# PostgreSQL's parser keeps ``src/ledger/migrate.py`` as one token.
+JOINERS_PATTERN = r"[/\\._:=-]+"
+
+
+class Lexemes(models.Func):
+    """A stored search document: on PostgreSQL ``to_tsvector('english', …)`` of the texts
+    joined by spaces (``joiners``: with the MCP search's separators read as spaces first;
+    ``as_text``: of a JSON value's text); NULL on other databases, which match words in
+    Python (``memory.relevance``)."""
+
+    output_field = SearchVectorField()
+
+    def __init__(self, *expressions: str, joiners: bool = False, as_text: bool = False) -> None:
+        super().__init__(*expressions)
+        self.joiners = joiners
+        self.as_text = as_text
+
+    def deconstruct(self) -> tuple[str, Any, dict[str, Any]]:
+        path, args, kwargs = super().deconstruct()
+        return path, args, {**kwargs, "joiners": self.joiners, "as_text": self.as_text}
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:  # type: ignore[override]
+        text = "(%(expressions)s)::text" if self.as_text else "%(expressions)s"
+        if self.joiners:
+            pattern = JOINERS_PATTERN.replace("'", "''")
+            text = f"regexp_replace({text}, '{pattern}', ' ', 'g')"
+        return super().as_sql(
+            compiler,
+            connection,
+            template=f"to_tsvector('english'::regconfig, {text})",
+            arg_joiner=" || ' ' || ",
+            **extra,
+        )
+
+    def as_sqlite(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        return "NULL", []
+
+
 class Summary(models.Model):
     """A session's summary in five sections, and how it was made."""
 
@@ -157,6 +197,28 @@ class Summary(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     redaction_version = models.PositiveSmallIntegerField(default=0)
+    # The summary's words as stored search documents, kept by the database whenever the
+    # sections change: continuity's (the sections it scores a first prompt against) and
+    # the MCP search's (every section and the final message, paths split). A request
+    # reads their lexemes instead of turning candidates' texts into lexemes.
+    continuity_document = models.GeneratedField(
+        expression=Lexemes("request", "learned", "completed", "next_steps"),
+        output_field=SearchVectorField(null=True),
+        db_persist=True,
+    )
+    search_document = models.GeneratedField(
+        expression=Lexemes(
+            "request",
+            "investigated",
+            "learned",
+            "completed",
+            "next_steps",
+            "final_message",
+            joiners=True,
+        ),
+        output_field=SearchVectorField(null=True),
+        db_persist=True,
+    )
 
     class Meta:
         verbose_name_plural = "summaries"
@@ -178,6 +240,17 @@ class SessionFeatures(models.Model):
     done_tasks = models.JSONField(default=list, blank=True, help_text="Task ids said to be done")
     updated_at = models.DateTimeField(auto_now=True)
     redaction_version = models.PositiveSmallIntegerField(default=0)
+    # The hot topics' lexemes, as ``Summary.continuity_document`` and ``Summary.search_document``.
+    continuity_document = models.GeneratedField(
+        expression=Lexemes("hot_topics"),
+        output_field=SearchVectorField(null=True),
+        db_persist=True,
+    )
+    search_document = models.GeneratedField(
+        expression=Lexemes("hot_topics", as_text=True, joiners=True),
+        output_field=SearchVectorField(null=True),
+        db_persist=True,
+    )
 
     class Meta:
         verbose_name_plural = "session features"

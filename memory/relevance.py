@@ -8,9 +8,12 @@ SessionHub also asks, for each candidate, which of the prompt's terms its own wo
 
 - on PostgreSQL with its English text search: a term matches when the document has every
   lexeme of the term (what ``to_tsvector('english', doc) @@ plainto_tsquery('english',
-  term)`` asks), so "migrations" finds "migrate". The lexemes come from PostgreSQL and
-  are kept per process by text: a document is turned into lexemes once, not on every
-  first prompt;
+  term)`` asks), so "migrations" finds "migrate". A candidate's lexemes are stored with
+  its summary and features (their ``continuity_document``, kept by the database as the
+  texts change) and read once per window of candidates
+  (``stored_lexemes``); only the prompt's terms are turned into lexemes at request time,
+  kept per process by text. A document without stored lexemes (a candidate whose rows
+  changed since the window was read) is turned into lexemes the same way as the terms;
 - elsewhere (SQLite, the embedded default) the same question in Python, with a crude
   suffix-stripping stem on both sides.
 
@@ -66,19 +69,30 @@ def session_texts(
     terms: Sequence[str],
     topics: dict[uuid.UUID, list[str]],
     summaries: dict[uuid.UUID, dict[str, str]],
+    stored: dict[uuid.UUID, frozenset[str]] | None = None,
 ) -> dict[uuid.UUID, SessionText]:
     """Every candidate's summary text, from the ``summaries`` read with the candidates,
-    and which prompt terms it matches (on PostgreSQL, by its text search's lexemes)."""
+    and which prompt terms it matches (on PostgreSQL, by its text search's lexemes:
+    ``stored``, a candidate's stored lexemes, where given)."""
     if not pks:
         return {}
     postgres = bool(terms) and connection.vendor == "postgresql"
-    # Only a prompt asks what the documents hold (the start stage has no terms).
-    documents = (
-        {pk: _document(summaries.get(pk, {}), topics.get(pk, [])) for pk in pks} if terms else {}
-    )
+    stored = (stored or {}) if postgres else {}
     cjk = [term for term in terms if not term.isascii()]
     latin = [term for term in terms if term.isascii()]
-    lexemes = _lexemes([*latin, *documents.values()]) if postgres else {}
+    # Only a prompt asks what the documents hold (the start stage has no terms); the text
+    # is built where the stored lexemes do not answer, or for CJK terms.
+    documents = (
+        {
+            pk: _document(summaries.get(pk, {}), topics.get(pk, []))
+            for pk in pks
+            if cjk or pk not in stored
+        }
+        if terms
+        else {}
+    )
+    unstored = [text for pk, text in documents.items() if pk not in stored]
+    lexemes = _lexemes([*latin, *unstored]) if postgres else {}
     texts: dict[uuid.UUID, SessionText] = {}
     stems = {term: feature_lib.stem(term) for term in terms}
     for pk in pks:
@@ -94,7 +108,7 @@ def session_texts(
         if postgres:
             # plainto_tsquery(term) is the AND of the term's lexemes: the document
             # matches when it has them all (a term of stop words alone matches nothing).
-            have = lexemes[documents[pk]]
+            have = stored[pk] if pk in stored else lexemes[documents[pk]]
             text.matched = {term for term in latin if lexemes[term] and lexemes[term] <= have}
         elif terms:
             words = feature_lib.content_stems(documents[pk])
@@ -136,6 +150,40 @@ def _lexemes(texts: Sequence[str]) -> dict[str, frozenset[str]]:
     return cast(dict[str, frozenset[str]], found)
 
 
+def stored_lexemes(
+    expected: dict[uuid.UUID, tuple[dict[str, str] | None, str | None]],
+) -> dict[uuid.UUID, frozenset[str]]:
+    """PostgreSQL: the stored lexemes of continuity's document of each candidate (its
+    summary's and its hot topics'), in one statement by primary key, for the candidates
+    whose summary sections and hot topics (JSON text) are still those ``expected`` (None:
+    no row); one that changed since is left out, and its text is turned into lexemes."""
+    if not expected:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(_STORED_SQL, [list(expected)])
+        rows = cursor.fetchall()
+    found: dict[uuid.UUID, frozenset[str]] = {}
+    for pk, summary_id, *rest in rows:
+        sections, topics, lexemes = rest[: len(SUMMARY_SECTIONS)], rest[-2], rest[-1]
+        summary, hot = expected[pk]
+        now = dict(zip(SUMMARY_SECTIONS, sections, strict=True)) if summary_id else None
+        was = {c: summary.get(c) for c in SUMMARY_SECTIONS} if summary is not None else None
+        if now == was and topics == hot:
+            found[pk] = frozenset(lexemes)
+    return found
+
+
+_STORED_SQL = (
+    "SELECT s.id, m.id, " + ", ".join(f"m.{c}" for c in SUMMARY_SECTIONS) + ", f.hot_topics::text, "
+    "tsvector_to_array(coalesce(m.continuity_document, ''::tsvector) "
+    "|| coalesce(f.continuity_document, ''::tsvector)) "
+    "FROM lifecycle_session s "
+    "LEFT JOIN memory_summary m ON m.session_id = s.id "
+    "LEFT JOIN memory_sessionfeatures f ON f.session_id = s.id "
+    "WHERE s.id = ANY(%s::uuid[])"
+)
+
+
 def _normal(text: str) -> str:
     return " ".join(feature_lib.prose(text).split()).lower()
 
@@ -167,20 +215,24 @@ def relevance_scores(
 
 
 def terms_matched(
-    documents: dict[Any, str], terms: Sequence[str], words: dict[Any, set[str]] | None = None
+    documents: dict[Any, str],
+    terms: Sequence[str],
+    words: dict[Any, set[str]] | None = None,
+    stored: dict[Any, frozenset[str]] | None = None,
 ) -> dict[Any, set[str]]:
     """Which of ``terms`` each document holds, as ``session_texts`` asks it of continuity's
-    candidates: by PostgreSQL's English lexemes (every lexeme of the term, cached per
-    text), elsewhere by the crude stems; ``words`` are exact words a document also has
-    (hot topics)."""
+    candidates: by PostgreSQL's English lexemes (every lexeme of the term; a document's
+    from ``stored`` where given, else from its text, cached per text), elsewhere by the
+    crude stems; ``words`` are exact words a document also has (hot topics)."""
     if not terms or not documents:
         return {key: set() for key in documents}
     extra = words or {}
     found: dict[Any, set[str]] = {}
     if connection.vendor == "postgresql":
-        lexemes = _lexemes([*terms, *documents.values()])
+        known = stored or {}
+        lexemes = _lexemes([*terms, *(text for key, text in documents.items() if key not in known)])
         for key, text in documents.items():
-            have = lexemes[text]
+            have = known[key] if key in known else lexemes[text]
             exact = extra.get(key, set())
             found[key] = {
                 t for t in terms if (lexemes[t] and lexemes[t] <= have) or t.lower() in exact

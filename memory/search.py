@@ -35,9 +35,10 @@ from datetime import datetime, timedelta
 from typing import Any, cast
 
 from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
-from django.db.models import F, Q, QuerySet, TextField
+from django.db.models import F, Func, Q, QuerySet, TextField, Value
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
@@ -195,7 +196,10 @@ def memory_search(
 def _matched(rows: dict[uuid.UUID, _Row], terms: list[str]) -> dict[uuid.UUID, set[str]]:
     """The terms each session's summary and hot topics hold."""
     documents = {pk: _document(row) for pk, row in rows.items()}
-    return relevance_lib.terms_matched(documents, terms, {pk: r.topics for pk, r in rows.items()})
+    stored = {pk: row.lexemes for pk, row in rows.items() if row.lexemes is not None}
+    return relevance_lib.terms_matched(
+        documents, terms, {pk: r.topics for pk, r in rows.items()}, stored
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +223,9 @@ class _Row:
     summary: dict[str, str]
     topics: set[str]
     line: SessionLine
+    # PostgreSQL: the stored lexemes of the search's document (its summary's and hot
+    # topics', ``search_document``); None elsewhere.
+    lexemes: frozenset[str] | None = None
 
 
 def _when(value: Any) -> datetime | None:
@@ -236,9 +243,11 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
         "ended_at",
     ]
     topics: Any = "features__hot_topics"
+    lexemes: Any = Value(None, output_field=TextField())
     if connection.vendor == "postgresql":
         times = [_EpochMicroseconds(t) for t in times]
         topics = Cast(topics, output_field=TextField())
+        lexemes = _StoredLexemes("summary__search_document", "features__search_document")
     found: dict[uuid.UUID, _Row] = {}
     columns = [f"summary__{name}" for name in SUMMARY_SEARCH_FIELDS]
     for (
@@ -251,6 +260,7 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
         project,
         status,
         hot,
+        stored,
         summary_id,
         *texts,
     ) in sessions.values_list(
@@ -261,6 +271,7 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
         "project",
         "status",
         topics,
+        lexemes,
         "summary__id",
         *columns,
     ):
@@ -273,8 +284,18 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
             else {},
             topics=set(hot) if hot else set(),
             line=SessionLine(pk, agent or agent_id, project, status, _when(started), _when(ended)),
+            lexemes=frozenset(stored) if stored is not None else None,
         )
     return found
+
+
+class _StoredLexemes(Func):
+    """PostgreSQL: the lexemes of a session's stored search documents (summary and hot
+    topics; either may be missing) as one text array."""
+
+    template = "tsvector_to_array(coalesce(%(expressions)s, ''::tsvector))"
+    arg_joiner = ", ''::tsvector) || coalesce("
+    output_field = ArrayField(TextField())
 
 
 # --- which sessions ------------------------------------------------------------------------

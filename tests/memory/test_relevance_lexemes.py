@@ -4,7 +4,9 @@ is turned into lexemes once."""
 
 from __future__ import annotations
 
+import json
 import uuid
+from typing import Any
 
 import pytest
 from django.db import connection
@@ -12,7 +14,9 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from lifecycle.models import Session
 from memory import relevance
+from memory.models import SessionFeatures
 
 pytestmark = [
     pytest.mark.django_db,
@@ -93,3 +97,59 @@ def test_the_cache_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     more = {uuid.uuid4(): {"request": f"another {n} about billing"} for n in range(2)}
     assert all(m == {"billing"} for m in matched(more, ["billing"]).values())
     assert len(relevance._LEXEMES) == 2  # full: emptied, then the two new documents
+
+
+# --- the stored documents ------------------------------------------------------------------
+
+TEXTS = [
+    "Run the invoices migrations on src/ledger/migrate.py",
+    "Don't retry the web-socket back-off; read-only PostgreSQL replica",
+    "x-ray-3 café naïve ÜBER v1.2.3 task-12 foo.bar/baz_qux key=value C:\\tmp\\file",
+]
+
+
+def test_the_stored_documents_hold_the_lexemes_of_the_texts(team: Any) -> None:
+    """What PostgreSQL keeps in the generated columns is what the request-time path turns
+    the same texts into: continuity's document and the MCP search's (paths split)."""
+    from memory import search
+    from memory.scoring import SUMMARY_SECTIONS
+    from tests.factories import SessionFactory, SummaryFactory
+
+    for n, text in enumerate(TEXTS):
+        session = SessionFactory(agent__team=team)
+        topics = ["Ledger.Migrate", "web-socket", "invoices", f"topic{n}"]
+        summary = SummaryFactory(
+            session=session,
+            request=text,
+            learned=TEXTS[n - 1],
+            investigated="the investigated part: billing/schema.sql",
+            final_message="final words about src/app.py",
+        )
+        SessionFeatures.objects.create(team=team, session=session, hot_topics=topics)
+        sections = {c: getattr(summary, c) for c in SUMMARY_SECTIONS}
+        relevance._LEXEMES.clear()
+        expected_text = relevance._document(sections, topics)
+        stored = relevance.stored_lexemes({session.pk: (sections, json.dumps(topics))})
+        assert stored == {session.pk: relevance._lexemes([expected_text])[expected_text]}
+
+        row = search._rows(Session.objects.filter(pk=session.pk))[session.pk]
+        document = search._document(row)
+        assert row.lexemes == relevance._lexemes([document])[document]
+
+
+def test_a_candidate_changed_since_its_window_was_read_is_matched_from_its_text(
+    team: Any,
+) -> None:
+    from memory.scoring import SUMMARY_SECTIONS
+    from tests.factories import SessionFactory, SummaryFactory
+
+    session = SessionFactory(agent__team=team)
+    summary = SummaryFactory(session=session, request="Tune the pricing query")
+    sections = {c: getattr(summary, c) for c in SUMMARY_SECTIONS}
+    assert set(relevance.stored_lexemes({session.pk: (sections, None)})) == {session.pk}
+    # Read before the rewrite: the stored lexemes are newer than the window's texts.
+    old = {**sections, "request": "Run the invoices migrations"}
+    assert relevance.stored_lexemes({session.pk: (old, None)}) == {}
+    assert relevance.stored_lexemes({session.pk: (sections, "[]")}) == {}  # topics now
+    texts = relevance.session_texts([session.pk], ["migrate"], {}, {session.pk: old}, {})
+    assert texts[session.pk].matched == {"migrate"}
