@@ -330,6 +330,21 @@ class SessionAdmin(LifecycleSessionAdmin):
     """Lifecycle's session admin with what memory can do to a session."""
 
     actions = ["continue_from", "resummarize", "export_json", "reredact"]
+    # Sessions are picked by what they were asked, not only by their ids.
+    list_display = [
+        "external_id",
+        "first_prompt_shown",
+        *[f for f in LifecycleSessionAdmin.list_display if f != "external_id"],
+    ]
+    search_fields = [*LifecycleSessionAdmin.search_fields, "summary__request"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
+        return _first_prompts(super().get_queryset(request))
+
+    @admin.display(description="first prompt")
+    def first_prompt_shown(self, session: Any) -> str:
+        prompt = " ".join(str(getattr(session, "first_prompt", "") or "").split())
+        return (prompt[:80] + "…") if len(prompt) > 81 else prompt or "—"
 
     @admin.action(description="Continue from this session…")
     def continue_from(self, request: HttpRequest, queryset: QuerySet[Session]) -> Any:

@@ -243,6 +243,11 @@ def test_the_continue_form_names_sessions_by_first_prompt_and_agent(
     body = run(admin_client, "continue_from", [source], index=0).content.decode()
     label = f"“Speed up the ledger” · {target.agent} · Active"
     assert f'<option value="{target.pk}">{label}' in body
+    # The session list shows it too, and finds a session by what it was asked.
+    listing = admin_client.get(CHANGELIST).content.decode()
+    assert "Speed up the ledger" in listing and "first prompt" in listing.lower()
+    found = admin_client.get(CHANGELIST, {"q": "billing module"}).content.decode()
+    assert "source-session" in found and "target-session" not in found
 
 
 def test_revoking_tokens_is_logged(admin_client: Client, story: dict[str, Any]) -> None:
