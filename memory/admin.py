@@ -243,18 +243,22 @@ def session_choice_label(session: Session) -> str:
 
 
 def crossing(source: Session, target: Session) -> str:
-    """What a continue across agents or projects does, in words ('' within one agent)."""
-    if source.agent_id == target.agent_id:
+    """What a continue across agents or projects does, in words ('' within one agent and
+    project)."""
+    other_project = bool(source.project and target.project and source.project != target.project)
+    if source.agent_id == target.agent_id and not other_project:
         return ""
-    project = ""
-    if (source.project or "") != (target.project or ""):
-        project = f" and another project ({source.project or 'none'} → {target.project or 'none'})"
+    what = []
+    if source.agent_id != target.agent_id:
+        what.append(f"agents ({source.agent} → {target.agent})")
+    if other_project:
+        what.append(f"projects ({source.project} → {target.project})")
+    pins = knobs()["MAX_INHERITED_PINS"]
     return (
-        f"This continue crosses agents ({source.agent} → {target.agent}){project}. "
-        f"The session “{target.external_id}” of {target.agent} will be handed the summary, "
-        f"pending tasks and topics of “{source.external_id}” at its next prompt, and up to "
-        f"{knobs()['MAX_INHERITED_PINS']} of that session's pins become pins of "
-        f"{target.agent}. Tick the box to confirm."
+        f"This continue crosses {' and '.join(what)}. The session “{target.external_id}” of "
+        f"{target.agent} will be handed the summary, pending tasks and topics of "
+        f"“{source.external_id}” at its next prompt, and up to {pins} of that session's "
+        f"pins become pins of {target.agent}. Tick the box to confirm."
     )
 
 
