@@ -397,8 +397,14 @@ class ContinuityApi(APIView):
             requested_by=f"token:{token.prefix}",
         )
         answer = record_as_dict(record)
-        # A manual continue made before this moment goes with it (once).
-        waiting = manual_continue_deliver([str(session.pk)])
+        # A manual continue made before this moment goes with it (once). The hook client
+        # (Claude Code, Codex CLI, Gemini CLI) gets it in the answer to the prompt's own
+        # post, just before it asks here: only the other gateways are looked up for.
+        waiting = (
+            manual_continue_deliver([str(session.pk)])
+            if values["source"] in (Source.OPENCLAW, Source.GENERIC)
+            else []
+        )
         if waiting:
             answer["preamble"] = "\n\n".join(
                 [p for p in (answer["preamble"], *(w["preamble"] for w in waiting)) if p]
