@@ -249,18 +249,22 @@ def session_choice_label(session: Session) -> str:
 
 
 def crossing(source: Session, target: Session) -> str:
-    """What a continue across agents or projects does, in words ('' within one agent)."""
-    if source.agent_id == target.agent_id:
+    """What a continue across agents or projects does, in words ('' within one agent and
+    project)."""
+    other_project = bool(source.project and target.project and source.project != target.project)
+    if source.agent_id == target.agent_id and not other_project:
         return ""
-    project = ""
-    if (source.project or "") != (target.project or ""):
-        project = f" and another project ({source.project or 'none'} → {target.project or 'none'})"
+    what = []
+    if source.agent_id != target.agent_id:
+        what.append(f"agents ({source.agent} → {target.agent})")
+    if other_project:
+        what.append(f"projects ({source.project} → {target.project})")
+    pins = knobs()["MAX_INHERITED_PINS"]
     return (
-        f"This continue crosses agents ({source.agent} → {target.agent}){project}. "
-        f"The session “{target.external_id}” of {target.agent} will be handed the summary, "
-        f"pending tasks and topics of “{source.external_id}” at its next prompt, and up to "
-        f"{knobs()['MAX_INHERITED_PINS']} of that session's pins become pins of "
-        f"{target.agent}. Tick the box to confirm."
+        f"This continue crosses {' and '.join(what)}. The session “{target.external_id}” of "
+        f"{target.agent} will be handed the summary, pending tasks and topics of "
+        f"“{source.external_id}” at its next prompt, and up to {pins} of that session's "
+        f"pins become pins of {target.agent}. Tick the box to confirm."
     )
 
 
@@ -336,6 +340,21 @@ class SessionAdmin(LifecycleSessionAdmin):
     """Lifecycle's session admin with what memory can do to a session."""
 
     actions = ["continue_from", "resummarize", "export_json", "reredact"]
+    # Sessions are picked by what they were asked, not only by their ids.
+    list_display = [
+        "external_id",
+        "first_prompt_shown",
+        *[f for f in LifecycleSessionAdmin.list_display if f != "external_id"],
+    ]
+    search_fields = [*LifecycleSessionAdmin.search_fields, "summary__request"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[Session]:
+        return _first_prompts(super().get_queryset(request))
+
+    @admin.display(description="first prompt")
+    def first_prompt_shown(self, session: Any) -> str:
+        prompt = " ".join(str(getattr(session, "first_prompt", "") or "").split())
+        return (prompt[:80] + "…") if len(prompt) > 81 else prompt or "—"
 
     @admin.action(description="Continue from this session…")
     def continue_from(self, request: HttpRequest, queryset: QuerySet[Session]) -> Any:

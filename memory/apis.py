@@ -341,6 +341,14 @@ class ContinuityAnswerSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ContinuityRecordSerializer(ContinuityAnswerSerializer):
+    curated_pins = serializers.ListField(child=serializers.DictField())
+    delivered_at = serializers.DateTimeField(allow_null=True)
+    usage = serializers.DictField(allow_null=True)
+    items_offered = serializers.IntegerField(allow_null=True)
+    items_used = serializers.IntegerField(allow_null=True)
+
+
 class ContinuityApi(APIView):
     """The preamble for a session at its start: scored prior sessions, inherited pins.
 
@@ -389,8 +397,14 @@ class ContinuityApi(APIView):
             requested_by=f"token:{token.prefix}",
         )
         answer = record_as_dict(record)
-        # A manual continue made before this moment goes with it (once).
-        waiting = manual_continue_deliver([str(session.pk)])
+        # A manual continue made before this moment goes with it (once). The hook client
+        # (Claude Code, Codex CLI, Gemini CLI) gets it in the answer to the prompt's own
+        # post, just before it asks here: only the other gateways are looked up for.
+        waiting = (
+            manual_continue_deliver([str(session.pk)])
+            if values["source"] in (Source.OPENCLAW, Source.GENERIC)
+            else []
+        )
         if waiting:
             answer["preamble"] = "\n\n".join(
                 [p for p in (answer["preamble"], *(w["preamble"] for w in waiting)) if p]
@@ -463,12 +477,24 @@ class SessionContinuityRecordsApi(APIView):
 
     required_scope = "read"
 
-    @extend_schema(responses={200: ContinuityAnswerSerializer(many=True), 404: _ERROR})
+    @extend_schema(responses={200: ContinuityRecordSerializer(many=True), 404: _ERROR})
     def get(self, request: Request, session_id: str) -> Response:
 
         session = _session(request, session_id)
         records = ContinuityRecord.objects.filter(session=session).order_by("-created_at")[:100]
-        return Response([record_as_dict(r) for r in records])
+        return Response([record_as_dict(r) | _curation_of(r) for r in records])
+
+
+def _curation_of(record: ContinuityRecord) -> dict[str, Any]:
+    """What a reader of a record also sees: the team's pins it quoted, when it was handed
+    to the agent, and which of its items the session used (memory.usage)."""
+    return {
+        "curated_pins": record.curated_pins,
+        "delivered_at": record.delivered_at.isoformat() if record.delivered_at else None,
+        "usage": record.usage or None,
+        "items_offered": record.items_offered,
+        "items_used": record.items_used,
+    }
 
 
 class SessionExportApi(APIView):

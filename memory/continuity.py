@@ -394,9 +394,9 @@ def continuity_build(
     chosen = decision.chosen
     pins: list[Pin] = []
     if decision.serve and chosen:
-        # One read for both: the agent's active pins (the team's among them) and the
-        # pins the best source held.
-        # The agent row serializes pin writes (as memory.pins.pin_create): taken first.
+        # The agent row serializes pin writes (as memory.pins.pin_create), taken first;
+        # then one read for both: the agent's active pins (the team's among them) and
+        # the pins the best source held.
         row_lock(Agent, session.agent_id)
         read = pins_with_originals(session.agent_id, chosen[0].session.pk)
         people = curated_lib.curated_among(read, session.agent_id)

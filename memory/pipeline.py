@@ -301,12 +301,22 @@ def _features_refresh(session: Session, texts: dict[str, Any]) -> SessionFeature
             unpinned_at__gte=session.ended_at,
         )
     pins = list(
-        Pin.objects.filter(held).order_by("pinned_at", "id").values_list("label", "content")
+        Pin.objects.filter(held)
+        .order_by("pinned_at", "id")
+        .values_list("label", "content", "origin_session_id", "inherited_from_id")
     )
-    pin_texts = [f"{label}. {content}" for label, content in pins]
+    pin_texts = [f"{label}. {content}" for label, content, _, _ in pins]
+    # A pin the team set on the agent (no session made or inherited it) is a standing
+    # rule of every session, quoted by every preamble on its own (memory.curated): its
+    # words say nothing of what this session was about, so they are no topic of it.
+    session_pins = [
+        f"{label}. {content}"
+        for label, content, origin, inherited in pins
+        if origin is not None or inherited is not None
+    ]
     topics = feature_lib.hot_topics(
         _without_paths(t, session)
-        for t in [feature_lib.prose(p) for p in texts["prompts"]] + pin_texts + texts["tools"]
+        for t in [feature_lib.prose(p) for p in texts["prompts"]] + session_pins + texts["tools"]
     )
     # The session's own task list first; then explicit markers in what the user wrote and
     # what the agent said at the end of its turns, never in its thinking or its tools.

@@ -15,6 +15,7 @@ from django.test import Client
 from django.urls import reverse
 
 from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
+from memory.admin import crossing
 from memory.models import ContinuityRecord, Summary
 from sessionhub.models import ApiToken, Team
 from sessionhub.text.redaction import RULES_VERSION
@@ -243,6 +244,11 @@ def test_the_continue_form_names_sessions_by_first_prompt_and_agent(
     body = run(admin_client, "continue_from", [source], index=0).content.decode()
     label = f"“Speed up the ledger” · {target.agent} · Active"
     assert f'<option value="{target.pk}">{label}' in body
+    # The session list shows it too, and finds a session by what it was asked.
+    listing = admin_client.get(CHANGELIST).content.decode()
+    assert "Speed up the ledger" in listing and "first prompt" in listing.lower()
+    found = admin_client.get(CHANGELIST, {"q": "billing module"}).content.decode()
+    assert "source-session" in found and "target-session" not in found
 
 
 def test_revoking_tokens_is_logged(admin_client: Client, story: dict[str, Any]) -> None:
@@ -254,3 +260,14 @@ def test_revoking_tokens_is_logged(admin_client: Client, story: dict[str, Any]) 
     )
     assert "Revoked 1 token(s)." in messages_of(response)
     assert log_of(token) == ["Revoked"]
+
+
+def test_a_continue_asks_first_across_agents_or_projects(team: Team) -> None:
+    agent = AgentFactory(team=team)
+    here = SessionFactory(agent=agent, project="github.com/acme/api")
+    same = SessionFactory(agent=agent, project="github.com/acme/api")
+    there = SessionFactory(agent=agent, project="github.com/acme/web")
+    elsewhere = SessionFactory(agent=AgentFactory(team=team))
+    assert crossing(here, same) == ""
+    assert "crosses projects (github.com/acme/api → github.com/acme/web)" in crossing(here, there)
+    assert "crosses agents" in crossing(here, elsewhere)

@@ -3,18 +3,24 @@ agent's next sessions (Playwright and Debian's Chromium against a live server)."
 
 from __future__ import annotations
 
+import json
+import re
 import uuid
+from pathlib import Path
 from typing import Any
 
 import pytest
 import requests
 
-from lifecycle.models import Agent
+from lifecycle.models import Agent, Session
 from memory.models import ContinuityRecord, Pin
 from sessionhub.models import Team
+from sessionhub.services import membership_add
 from tests.conftest import claude_code_hooks
 from tests.dashboard.test_browser import browser, log_in, page, replay, shot  # noqa: F401
 from tests.factories import MembershipFactory, UserFactory
+from tests.integrations.test_hook_client_continuity import CWD, post_past_session
+from tests.integrations.test_hook_client_e2e import HookClient
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -90,3 +96,61 @@ def test_a_critical_pin_set_on_the_agent_page_is_in_every_next_preamble_until_un
     page.get_by_text("No active pin.").wait_for()
     after = start_session(live_server, token)
     assert RULE not in after["preamble"]
+
+
+def test_a_continue_made_in_the_admin_reaches_the_running_session_at_its_next_prompt(
+    page: Any,  # noqa: F811 - the fixture
+    live_server: Any,
+    team: Team,
+    make_token: Any,
+    tmp_path: Path,
+) -> None:
+    token = make_token(team)[1]
+    old = str(uuid.uuid4())
+    post_past_session(
+        live_server.url,
+        token,
+        old,
+        hours_ago=26,
+        prompt="Make the notifier retry webhooks with backoff",
+        final="Backoff added to webhooks/retry.py. TODO: task-8120 cap the retries at ten.",
+    )
+    client = HookClient(tmp_path, live_server.url, token)
+    new = str(uuid.uuid4())
+    common = {"session_id": new, "cwd": CWD, "transcript_path": str(tmp_path / "t.jsonl")}
+    client.hook(common | {"hook_event_name": "SessionStart", "source": "startup"})
+    client.hook(common | {"hook_event_name": "UserPromptSubmit", "prompt": "Tidy the README"})
+    target = Session.objects.get(external_id=new)
+    source = Session.objects.get(external_id=old)
+    admin = UserFactory(username="root", is_staff=True, is_superuser=True)
+    membership_add(team=team, user=admin, role="admin")
+
+    log_in(page, live_server, "root", path="/admin/lifecycle/session/")
+    page.get_by_role("heading", name=re.compile("Select session to change")).wait_for()
+    assert "Make the notifier retry webhooks" in page.locator("#result_list").inner_text()
+    page.locator(f'input[name="_selected_action"][value="{source.pk}"]').check()
+    page.locator('select[name="action"]').select_option("continue_from")
+    page.get_by_role("button", name="Go").click()
+    assert "at its next prompt" in page.locator("#continue-explained").inner_text()
+    # The running session is offered by its first prompt and agent.
+    choice = page.get_by_label("Session that continues")
+    label = choice.locator(f'option[value="{target.pk}"]').inner_text()
+    assert label.startswith("“Tidy the README” · ") and "Active" in label
+    choice.select_option(str(target.pk))
+    page.get_by_role("button", name="Continue").click()
+    page.get_by_text(re.compile("handed to the session at its next prompt")).wait_for()
+    shot(page, "curated-02-admin-continue")
+    record = ContinuityRecord.objects.get(session=target, trigger="manual")
+    assert record.delivered_at is None and "task-8120" in record.preamble
+
+    # The session's next prompt, through the real hook client: handed over, once.
+    out = client.hook(common | {"hook_event_name": "UserPromptSubmit", "prompt": "go on"})
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == record.preamble
+    assert client.hook(common | {"hook_event_name": "UserPromptSubmit", "prompt": "ok"}) == ""
+    record.refresh_from_db()
+    assert record.delivered_at is not None
+
+    page.goto(f"{live_server.url}/sessions/{target.pk}/")
+    continuity = page.locator("#continuity")
+    continuity.get_by_text("Delivered").wait_for()
+    shot(page, "curated-03-delivered")

@@ -121,6 +121,13 @@ def test_the_board_lists_open_work_by_project_with_what_a_later_session_finished
     open_row.get_by_role("link", name="Fix the refunds").click()
     page.wait_for_url(f"**/sessions/{Session.objects.get(external_id=first).pk}/")
 
+    # The overview: "did memory help?" in its own card (nothing judged yet here: no
+    # session was handed a preamble).
+    page.goto(f"{live_server.url}/")
+    helped = page.locator("#memory-help")
+    assert "No preamble served this week has been judged yet" in helped.inner_text()
+    shot(page, "board-02-overview")
+
     # The same board from the selector: one query whatever the number of sessions.
     projects = open_work(team)
     assert sum(p.open_count for p in projects) == 2

@@ -115,3 +115,25 @@ def test_the_plugins_pending_request_hands_a_waiting_continue_over_once(
         "record_ids": [],
     }
     assert not Session.objects.filter(external_id="never-seen").exists()
+
+
+def test_a_generic_clients_continuity_request_hands_a_waiting_continue_over(
+    live_server: Any, token: str
+) -> None:
+    headers = {"Authorization": f"Bearer {token}"}
+    old = str(uuid.uuid4())
+    post_past_session(live_server.url, token, old, hours_ago=3, prompt="Fix the retry", final="")
+    start = {"event_id": "g-1", "kind": "session_start", "agent_id": "bot", "session_id": "g"}
+    url = live_server.url
+    assert requests.post(f"{url}/api/v1/events", json=start, headers=headers, timeout=30).ok
+    target, source = Session.objects.get(external_id="g"), Session.objects.get(external_id=old)
+    assert continue_(url, token, target, source).status_code == 200
+    record = ContinuityRecord.objects.get(session=target, trigger="manual")
+
+    body = {"source": "generic", "session_id": "g"}
+    answer = requests.post(f"{url}/api/v1/continuity", json=body, headers=headers, timeout=30)
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["preamble"].endswith(record.preamble)
+    assert answer.json()["delivered_records"] == [record.pk]
+    record.refresh_from_db()
+    assert record.delivered_at is not None

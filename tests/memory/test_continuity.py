@@ -237,6 +237,9 @@ def test_manual_continue_uses_the_chosen_session_whatever_its_score(api: APIClie
     assert old.continued_by_id == target.pk
     records = api.get(f"/api/v1/sessions/{target.pk}/continuity").json()
     assert [r["trigger"] for r in records] == ["manual", "automatic"]
+    # The manual one waits for the session's next prompt; the automatic one was handed over.
+    assert records[0]["delivered_at"] is None and records[1]["delivered_at"] is not None
+    assert records[0]["curated_pins"] == [] and records[0]["usage"] is None
 
 
 def test_manual_continue_across_teams_is_404(api: APIClient, stranger: APIClient) -> None:

@@ -14,6 +14,7 @@ from lifecycle.models import Agent, Session
 from memory.continuity import continuity_build
 from memory.models import ContinuityRecord, Pin, SessionFeatures
 from memory.pins import pin_create, pin_unpin
+from memory.pipeline import _features_refresh
 from sessionhub.models import Team
 from tests.factories import AgentFactory, LiveSessionFactory, SessionFactory, SummaryFactory
 
@@ -160,3 +161,29 @@ def test_the_api_and_the_admin_name_who_pinned(api: Any, agent: Agent, admin_cli
     record = continuity_build(session=new_session(agent))
     assert isinstance(record, ContinuityRecord)
     assert "- [critical] a (pinned by token acme-gw on " in record.preamble
+
+
+def test_a_team_pin_is_no_topic_of_each_session(agent: Agent) -> None:
+    """A standing rule is quoted by every preamble on its own; its words would otherwise
+    be a topic of every session of the agent and blur which session is about what."""
+    pin_create(agent=agent, label="Billing deploys", content=RULE, priority="critical")
+    session = SessionFactory(agent=agent)
+    Pin.objects.create(
+        team=agent.team,
+        agent=agent,
+        label="session note",
+        content="cardinality estimates",
+        pinned_at=timezone.now(),
+        origin_session=session,
+    )
+    texts = {
+        "prompts": ["Tune the invoice query planner"],
+        "tools": [],
+        "finals": [],
+        "task_list": [],
+        "reasoning": [],
+        "steps": [],
+    }
+    topics = _features_refresh(session, texts).hot_topics
+    assert "invoice" in topics and "cardinality" in topics
+    assert not {"billing", "fridays", "staging"} & set(topics)

@@ -228,7 +228,7 @@ def test_the_candidate_rows_are_the_querysets_rows(team: Team) -> None:
 
 @pytest.mark.django_db
 def test_the_pins_read_returns_what_the_orm_returns(team: Team) -> None:
-    from memory.inheritance import _pins_read, _pins_with_originals
+    from memory.inheritance import _pins_read, pins_with_originals
     from tests.factories import PinFactory
 
     agent = AgentFactory(team=team)
@@ -248,7 +248,7 @@ def test_the_pins_read_returns_what_the_orm_returns(team: Team) -> None:
     PinFactory(agent=agent, team=team, origin_session=target, label="active", pinned_at=now)
     PinFactory(agent=AgentFactory(team=team), team=team, label="another agent's")
 
-    found = _pins_with_originals(agent.pk, source.pk)
+    found = pins_with_originals(agent.pk, source.pk)
     orm = list(_pins_read(agent.pk, source.pk))
     assert [p.pk for p in found] == [p.pk for p in orm] and len(found) == 3
 

@@ -202,6 +202,7 @@ test(`fixture replay through the registered handlers (${LIVE ? `live SessionHub 
           sessionKey: c.sessionKey,
           agentId: c.agentId,
           skipped: c.skipped ?? null,
+          waiting: c.waiting ?? false,
           httpStatus: c.httpStatus ?? null,
           preamble: c.preamble ?? null,
           returned: c.returned ?? null,
