@@ -51,7 +51,7 @@ REPO = Path(__file__).resolve().parent.parent
 CODE = Path(os.environ.get("SESSIONHUB_BENCH_CODE") or REPO)
 sys.path.insert(0, str(CODE))
 
-DB = "sessionhub_bench_paths"
+DB = os.environ.get("SESSIONHUB_BENCH_DB", "sessionhub_bench_paths")
 os.environ.setdefault("DATABASE_URL", f"postgres://postgres@127.0.0.1:5432/{DB}")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/13")
 os.environ["DJANGO_SETTINGS_MODULE"] = "sessionhub.settings"
@@ -276,13 +276,14 @@ def _round_command(code: Path, requests: int, *extra: str) -> tuple[list[str], d
     return [*command, "--requests", str(requests), *extra], env
 
 
-def _run_round(code: Path, requests: int, *extra: str, prefix: list[str] | None = None) -> Any:
+def _run_round(code: Path, requests: int, *extra: str) -> Any:
     import subprocess
 
     command, env = _round_command(code, requests, *extra)
-    done = subprocess.run(
-        [*(prefix or []), *command], env=env, check=True, capture_output=True, text=True
-    )
+    # From the tree itself: Celery puts the working directory first on sys.path.
+    done = subprocess.run(command, env=env, cwd=code, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"round in {code} failed:\n{done.stderr[-3000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -314,6 +315,19 @@ def _wsgi_compare(args: argparse.Namespace) -> None:
             cpu[name] += found["cpu"]
             wall[name] += found["wall"]
             per_round[name].append(statistics.median(found["cpu"]))
+    if args.rounds:
+        _cpu_table(args, names, cpu, wall, per_round)
+    if args.callgrind:
+        _callgrind(trees, args.requests)
+
+
+def _cpu_table(
+    args: argparse.Namespace,
+    names: list[str],
+    cpu: dict[str, list[float]],
+    wall: dict[str, list[float]],
+    per_round: dict[str, list[float]],
+) -> None:
     print(
         f"One PostToolUse request through the WSGI application, {args.rounds} rounds x "
         f"{args.requests} requests per tree (ABBA)"
@@ -330,34 +344,44 @@ def _wsgi_compare(args: argparse.Namespace) -> None:
     if len(names) == 2:
         before, after = (statistics.median(cpu[n]) for n in names)
         print(f"CPU p50, this tree / {names[0]}: {after / before:.3f}")
-    if args.callgrind:
-        _callgrind(trees, args.requests)
 
 
 def _callgrind(trees: dict[str, Path], requests: int) -> None:
-    """Instructions per request: two processes per tree, ``requests`` and 3x as many."""
+    """Instructions per request: two processes per tree, ``requests`` and 3x as many (the
+    processes run side by side: instruction counts do not depend on the machine's load)."""
     import re
     import subprocess
     import tempfile
 
-    counts: dict[str, float] = {}
-    for name, code in trees.items():
-        totals = []
-        for n in (requests, 3 * requests):
-            with tempfile.TemporaryDirectory() as folder:
-                out = Path(folder) / "callgrind.out"
+    with tempfile.TemporaryDirectory() as folder:
+        runs = {}
+        for name, code in trees.items():
+            for n in (requests, 3 * requests):
+                out = Path(folder) / f"callgrind.{len(runs)}.out"
                 command, env = _round_command(code, n)
-                subprocess.run(
-                    ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
-                    env=env,
-                    check=True,
-                    capture_output=True,
+                runs[name, n] = (
+                    out,
+                    subprocess.Popen(
+                        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", *command],
+                        env=env,
+                        cwd=code,
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.PIPE,
+                        text=True,
+                    ),
                 )
-                text = out.read_text(errors="replace")
-            found = re.search(r"^(?:summary|totals):\s+(\d+)", text, re.MULTILINE)
+        totals: dict[tuple[str, int], int] = {}
+        for key, (out, process) in runs.items():
+            _, errors = process.communicate()
+            if process.returncode != 0:
+                raise SystemExit(f"callgrind run {key} failed:\n{errors[-3000:]}")
+            found = re.search(r"^(?:summary|totals):\s+(\d+)", out.read_text(), re.MULTILINE)
             assert found, "no totals in callgrind's output"
-            totals.append(int(found.group(1)))
-        counts[name] = (totals[1] - totals[0]) / (2 * requests)
+            totals[key] = int(found.group(1))
+    counts = {
+        name: (totals[name, 3 * requests] - totals[name, requests]) / (2 * requests)
+        for name in trees
+    }
     print("| tree | instructions per request (callgrind) |")
     print("| --- | --- |")
     for name, count in counts.items():
