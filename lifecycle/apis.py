@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, cast
 
 import django_filters
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiExample,
@@ -14,16 +18,24 @@ from drf_spectacular.utils import (
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import generics, serializers, status
+from rest_framework import exceptions, generics, serializers, status
 from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessionhub.authentication import caller, token_event_seen
-from sessionhub.errors import ApiErrorSerializer, error_body
+from sessionhub.authentication import (
+    AUTHENTICATE_HEADER,
+    authenticate,
+    caller,
+    token_event_seen,
+)
+from sessionhub.errors import ApiErrorSerializer, error_body, error_response, json_response
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 from sessionhub.models import ApiToken
+from sessionhub.parsers import is_json_media_type, json_body
+from sessionhub.permissions import SCOPE_DENIED, token_has_scope
+from sessionhub.throttling import token_throttle_wait
 
 from . import selectors, services, signals
 from .adapters.base import as_key
@@ -68,64 +80,154 @@ _ERRORS = {
 }
 
 
-class _IngestView(APIView):
-    """Shared body handling: one event or a batch, per-event results."""
+def _one_or_list(data: Any) -> list[Any]:
+    return data if isinstance(data, list) else [data]
 
-    required_scope = "ingest"
-    source: str = Source.GENERIC
 
-    def bodies(self, data: Any) -> list[Any]:
-        if isinstance(data, list):
-            return data
-        return [data]
+def _canonical_events(data: Any) -> list[Any]:
+    """Canonical events: one object, a list, or ``{"events": [...]}``."""
+    if isinstance(data, dict) and "events" in data and "kind" not in data:
+        events = data["events"]
+        if not isinstance(events, list):
+            raise ValidationFailed("events must be a list", code="wrong_type")
+        return events
+    return _one_or_list(data)
 
-    def post(self, request: Request) -> Response:
-        if request.stream is None:
-            raise ValidationFailed("Request body is empty", code="empty_body")
-        bodies = self.batch(request.data)
-        return self.store(caller(request).token, bodies)
 
-    def batch(self, data: Any) -> list[Any]:
-        """The events a parsed body holds; raises before anything is stored."""
-        bodies = self.bodies(data)
-        limit = settings.SESSIONHUB["MAX_BATCH_EVENTS"]
-        if len(bodies) > limit:
-            raise PayloadTooLarge(f"A batch holds at most {limit} events", code="batch_too_large")
-        if not bodies:
-            raise ValidationFailed("The batch is empty", code="empty_batch")
-        return bodies
+def batch(events: list[Any]) -> list[Any]:
+    """The events of a body within the batch rules; raises before anything is stored."""
+    limit = settings.SESSIONHUB["MAX_BATCH_EVENTS"]
+    if len(events) > limit:
+        raise PayloadTooLarge(f"A batch holds at most {limit} events", code="batch_too_large")
+    if not events:
+        raise ValidationFailed("The batch is empty", code="empty_batch")
+    return events
 
-    def store(self, token: ApiToken, bodies: list[Any]) -> Response:
-        """Ingest the events and answer with the per-event results."""
-        results = services.events_ingest(
-            team=token.team, bodies=bodies, adapter=services.adapter_for(self.source, token)
+
+def ingest_answer(token: ApiToken, source: str, bodies: list[Any]) -> HttpResponse:
+    """Ingest the events and answer with the per-event results."""
+    results = services.events_ingest(
+        team=token.team, bodies=bodies, adapter=services.adapter_for(source, token)
+    )
+    counts = {s: 0 for s in (services.ACCEPTED, services.DUPLICATE, services.REJECTED)}
+    for result in results:
+        counts[result.status] += 1
+    if counts[services.ACCEPTED]:
+        token_event_seen(token)  # a write at most once a minute per token
+    payload: dict[str, Any] = {
+        "accepted": counts[services.ACCEPTED],
+        "duplicates": counts[services.DUPLICATE],
+        "rejected": counts[services.REJECTED],
+        "results": [r.as_dict() for r in results],
+    }
+    waiting = _context_for_prompts(bodies, results)
+    if waiting:
+        payload["continuity"] = waiting
+    if counts[services.REJECTED] == len(results):
+        first = results[0]
+        message = (
+            f"Event rejected: {first.field} {first.reason}"
+            if len(results) == 1
+            else "Every event of the batch was rejected"
         )
-        counts = {s: 0 for s in (services.ACCEPTED, services.DUPLICATE, services.REJECTED)}
-        for result in results:
-            counts[result.status] += 1
-        if counts[services.ACCEPTED]:
-            token_event_seen(token)  # a write at most once a minute per token
-        payload: dict[str, Any] = {
-            "accepted": counts[services.ACCEPTED],
-            "duplicates": counts[services.DUPLICATE],
-            "rejected": counts[services.REJECTED],
-            "results": [r.as_dict() for r in results],
-        }
-        waiting = _context_for_prompts(bodies, results)
-        if waiting:
-            payload["continuity"] = waiting
-        if counts[services.REJECTED] == len(results):
-            first = results[0]
-            message = (
-                f"Event rejected: {first.field} {first.reason}"
-                if len(results) == 1
-                else "Every event of the batch was rejected"
-            )
-            return Response(
-                error_body(message, "invalid_events", payload),
-                status=status.HTTP_400_BAD_REQUEST,
-            )
-        return Response(payload, status=status.HTTP_200_OK)
+        return json_response(
+            error_body(message, "invalid_events", payload), status.HTTP_400_BAD_REQUEST
+        )
+    return json_response(payload)
+
+
+@dataclass(frozen=True)
+class IngestEndpoint:
+    """One ingest URL: the adapter's source, how a body holds its events, and what an
+    ``OPTIONS`` request answers about it."""
+
+    source: str
+    name: str
+    description: str
+    events: Callable[[Any], list[Any]] = _one_or_list
+
+
+# Every answer of an ingest endpoint carries these, whatever its status.
+_HEADERS = {"Allow": "POST, OPTIONS", "Vary": "Accept"}
+
+
+def ingest_request(request: HttpRequest, endpoint: IngestEndpoint) -> HttpResponse:
+    """An ingest request, checked as every API request is (in this order): an ``Accept``
+    that JSON satisfies (406), the token (401), its ``ingest`` scope (403), its rate
+    limit (429), the method (405), then the body (400, 413, 415) and the batch rules,
+    before anything is stored. Every refusal answers in the one error shape."""
+    try:
+        response = _ingest(request, endpoint)
+    except Exception as exc:  # noqa: BLE001 - mapped as the API maps it, or raised again
+        if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
+            exc.auth_header = AUTHENTICATE_HEADER  # type: ignore[union-attr]
+        response = error_response(exc, request)
+    for name, value in _HEADERS.items():
+        response[name] = value
+    return response
+
+
+def _ingest(request: HttpRequest, endpoint: IngestEndpoint) -> HttpResponse:
+    meta = request.META
+    if not _accepts_json(meta.get("HTTP_ACCEPT", "")):
+        raise exceptions.NotAcceptable()
+    user = None
+    try:
+        user = authenticate(request)
+    finally:
+        # As for the API's other views: what reads the request later (logging, the
+        # refusal count) sees the token's caller, not Django's session user.
+        request.user = user  # type: ignore[assignment]
+    if user is None:
+        raise exceptions.NotAuthenticated()
+    if not token_has_scope(user.token, "ingest"):
+        raise exceptions.PermissionDenied(SCOPE_DENIED)
+    wait = token_throttle_wait(user.token.pk)
+    if wait is not None:
+        raise exceptions.Throttled(wait)
+    if request.method == "OPTIONS":
+        return json_response(
+            {
+                "name": endpoint.name,
+                "description": endpoint.description,
+                "renders": ["application/json"],
+                "parses": ["application/json"],
+            }
+        )
+    if request.method != "POST":
+        raise exceptions.MethodNotAllowed(str(request.method))
+    stream = _body_stream(request)
+    if stream is None:
+        raise ValidationFailed("Request body is empty", code="empty_body")
+    content_type = meta.get("CONTENT_TYPE", meta.get("HTTP_CONTENT_TYPE", ""))
+    if not is_json_media_type(content_type):
+        raise exceptions.UnsupportedMediaType(content_type)
+    events = batch(endpoint.events(json_body(stream, meta)))
+    return ingest_answer(user.token, endpoint.source, events)
+
+
+def _accepts_json(accept: str) -> bool:
+    """Whether some media range of an ``Accept`` header admits ``application/json`` (no
+    header admits anything)."""
+    if not accept:
+        return True
+    for item in accept.split(","):
+        main, _, sub = item.split(";", 1)[0].strip().lower().partition("/")
+        if main in ("application", "*") and sub in ("json", "*"):
+            return True
+    return False
+
+
+def _body_stream(request: HttpRequest) -> Any:
+    """The request's body to read, or None when it declares none."""
+    meta = request.META
+    try:
+        length = int(meta.get("CONTENT_LENGTH", meta.get("HTTP_CONTENT_LENGTH", 0)))
+    except (ValueError, TypeError):
+        length = 0
+    if length == 0:
+        return None
+    return request
 
 
 def _reads_context(body: Any) -> bool:
@@ -163,18 +265,16 @@ _CANONICAL_EXAMPLE = {
 }
 
 
-class EventsIngestApi(_IngestView):
+class _IngestSchema(APIView):
+    """Describes an ingest endpoint to drf-spectacular, which documents DRF views only. It
+    answers no request: the URLconf routes to the plain views below, which carry their
+    description as ``cls`` (where drf-spectacular looks for it)."""
+
+    required_scope = "ingest"
+
+
+class EventsIngestSchema(_IngestSchema):
     """Canonical events: one object, a list, or ``{"events": [...]}``."""
-
-    source = Source.GENERIC
-
-    def bodies(self, data: Any) -> list[Any]:
-        if isinstance(data, dict) and "events" in data and "kind" not in data:
-            events = data["events"]
-            if not isinstance(events, list):
-                raise ValidationFailed("events must be a list", code="wrong_type")
-            return events
-        return super().bodies(data)
 
     @extend_schema(
         operation_id="events_ingest",
@@ -189,13 +289,11 @@ class EventsIngestApi(_IngestView):
         ),
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        raise NotImplementedError  # pragma: no cover - documentation only
 
 
-class ClaudeCodeHookApi(_IngestView):
+class ClaudeCodeHookSchema(_IngestSchema):
     """The JSON Claude Code writes on a hook's stdin, as is (or a list of them)."""
-
-    source = Source.CLAUDE_CODE
 
     @extend_schema(
         operation_id="hooks_claude_code",
@@ -208,13 +306,11 @@ class ClaudeCodeHookApi(_IngestView):
         ),
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        raise NotImplementedError  # pragma: no cover - documentation only
 
 
-class OpenClawHookApi(_IngestView):
+class OpenClawHookSchema(_IngestSchema):
     """``{"hook", "event", "ctx", "ts"}`` from the OpenClaw plugin (or a list of them)."""
-
-    source = Source.OPENCLAW
 
     @extend_schema(
         operation_id="hooks_openclaw",
@@ -222,13 +318,11 @@ class OpenClawHookApi(_IngestView):
         responses={200: _INGEST_RESPONSE, **_ERRORS},
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        raise NotImplementedError  # pragma: no cover - documentation only
 
 
-class CodexHookApi(_IngestView):
+class CodexHookSchema(_IngestSchema):
     """The JSON Codex CLI writes on a command hook's stdin, as is (or a list of them)."""
-
-    source = Source.CODEX
 
     @extend_schema(
         operation_id="hooks_codex",
@@ -241,13 +335,11 @@ class CodexHookApi(_IngestView):
         ),
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        raise NotImplementedError  # pragma: no cover - documentation only
 
 
-class GeminiCliHookApi(_IngestView):
+class GeminiCliHookSchema(_IngestSchema):
     """The JSON Gemini CLI writes on a command hook's stdin, as is (or a list of them)."""
-
-    source = Source.GEMINI_CLI
 
     @extend_schema(
         operation_id="hooks_gemini_cli",
@@ -261,7 +353,35 @@ class GeminiCliHookApi(_IngestView):
         ),
     )
     def post(self, request: Request) -> Response:
-        return super().post(request)
+        raise NotImplementedError  # pragma: no cover - documentation only
+
+
+def _ingest_view(
+    schema: type[_IngestSchema],
+    source: str,
+    name: str,
+    events: Callable[[Any], list[Any]] = _one_or_list,
+) -> Callable[..., Any]:
+    """The plain view of one ingest URL, with ``schema`` as its OpenAPI description."""
+    endpoint = IngestEndpoint(source, name, schema.__doc__ or "", events)
+
+    def view(request: HttpRequest) -> HttpResponse:
+        return ingest_request(request, endpoint)
+
+    view.__name__ = view.__qualname__ = schema.__name__.removesuffix("Schema")
+    view.__doc__ = endpoint.description
+    wrapped: Any = csrf_exempt(view)
+    wrapped.cls, wrapped.initkwargs = schema, {}
+    return cast(Callable[..., Any], wrapped)
+
+
+events_ingest = _ingest_view(
+    EventsIngestSchema, Source.GENERIC, "Events Ingest Api", _canonical_events
+)
+hooks_claude_code = _ingest_view(ClaudeCodeHookSchema, Source.CLAUDE_CODE, "Claude Code Hook Api")
+hooks_openclaw = _ingest_view(OpenClawHookSchema, Source.OPENCLAW, "Open Claw Hook Api")
+hooks_codex = _ingest_view(CodexHookSchema, Source.CODEX, "Codex Hook Api")
+hooks_gemini_cli = _ingest_view(GeminiCliHookSchema, Source.GEMINI_CLI, "Gemini Cli Hook Api")
 
 
 # --- reading -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from django.conf import settings
+from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
@@ -135,6 +136,20 @@ def token_event_seen(token: ApiToken) -> None:
     if token.last_event_at is None or now - token.last_event_at > resolution:
         ApiToken.objects.filter(pk=token.pk).update(last_event_at=now)
         token.last_event_at = now
+
+
+_AUTHENTICATION = ApiTokenAuthentication()
+# What a 401 answers in ``WWW-Authenticate``.
+AUTHENTICATE_HEADER = ApiTokenAuthentication.keyword
+
+
+def authenticate(request: HttpRequest | Request) -> TokenUser | None:
+    """The caller a request's ``Authorization`` header names, by the API's own rules: None
+    when it carries no bearer token, ``AuthenticationFailed`` for a token that is
+    malformed, unknown or revoked. DRF views reach the same code as their authentication
+    class; plain Django views (the ingest endpoints) call this."""
+    found = _AUTHENTICATION.authenticate(request)  # type: ignore[arg-type]
+    return None if found is None else found[0]
 
 
 def caller(request: Request) -> TokenUser:

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
 from django.conf import settings
 from rest_framework.parsers import BaseParser
+from rest_framework.utils.mediatypes import media_type_matches
 
 from .exceptions import PayloadTooLarge, UnsupportedEncoding, ValidationFailed
 
@@ -154,34 +156,49 @@ def parse_json_bytes(data: bytes) -> Any:
     return value
 
 
+def is_json_media_type(content_type: str) -> bool:
+    """Whether a request's ``Content-Type`` is one the JSON parser takes (DRF's matching:
+    parameters such as a charset are ignored, wildcards match)."""
+    return content_type.split(";", 1)[0].strip().lower() == StrictJSONParser.media_type or (
+        media_type_matches(StrictJSONParser.media_type, content_type)
+    )
+
+
+def json_body(stream: Any, meta: Mapping[str, Any]) -> Any:
+    """A request's JSON body by SessionHub's rules: no Content-Encoding (415), within
+    ``MAX_BODY_BYTES`` by its declared length and by what is read (413), not empty, then
+    :func:`parse_json_bytes`. ``stream`` is None when the request has no body; ``meta`` is
+    the request's ``META``."""
+    limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
+    # Nothing here decodes a compressed body: taking one as plain JSON would store
+    # garbage or refuse it for the wrong reason.
+    encoding = meta.get("HTTP_CONTENT_ENCODING")
+    if encoding and encoding.strip().lower() != "identity":
+        raise UnsupportedEncoding(
+            "Content-Encoding is not supported; send the body uncompressed",
+            extra={"content_encoding": encoding[:100]},
+        )
+    try:
+        declared = int(meta.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+    if stream is None:
+        raise ValidationFailed("Request body is empty", code="empty_body")
+    data = stream.read(limit + 1)
+    if len(data) > limit:
+        raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
+    if not data.strip():
+        raise ValidationFailed("Request body is empty", code="empty_body")
+    return parse_json_bytes(data)
+
+
 class StrictJSONParser(BaseParser):
-    """application/json with SessionHub's size and content rules."""
+    """application/json with SessionHub's size and content rules (:func:`json_body`)."""
 
     media_type = "application/json"
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        limit = settings.SESSIONHUB["MAX_BODY_BYTES"]
         request = (parser_context or {}).get("request")
-        if request is not None:
-            # Nothing here decodes a compressed body: taking one as plain JSON would store
-            # garbage or refuse it for the wrong reason.
-            encoding = request.META.get("HTTP_CONTENT_ENCODING")
-            if encoding and encoding.strip().lower() != "identity":
-                raise UnsupportedEncoding(
-                    "Content-Encoding is not supported; send the body uncompressed",
-                    extra={"content_encoding": encoding[:100]},
-                )
-            try:
-                declared = int(request.META.get("CONTENT_LENGTH") or 0)
-            except ValueError:
-                declared = 0
-            if declared > limit:
-                raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
-        if stream is None:
-            raise ValidationFailed("Request body is empty", code="empty_body")
-        data = stream.read(limit + 1)
-        if len(data) > limit:
-            raise PayloadTooLarge(f"Request body is larger than {limit} bytes")
-        if not data.strip():
-            raise ValidationFailed("Request body is empty", code="empty_body")
-        return parse_json_bytes(data)
+        return json_body(stream, request.META if request is not None else {})

@@ -20,19 +20,26 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from .authentication import TokenUser
+from .models import ApiToken
+
+SCOPE_DENIED = "This token does not have the scope this endpoint needs"
+
+
+def token_has_scope(token: ApiToken, scope: str | tuple[str, ...]) -> bool:
+    """Whether a token carries ``scope`` (one scope, or a tuple of scopes all needed)."""
+    if isinstance(scope, tuple):
+        return all(token.has_scope(s) for s in scope)
+    return token.has_scope(scope)
 
 
 class HasTokenScope(BasePermission):
     """Allow a token that carries the view's ``required_scope`` (``read`` by default): one
     scope, or a tuple of scopes that are all needed."""
 
-    message = "This token does not have the scope this endpoint needs"
+    message = SCOPE_DENIED
 
     def has_permission(self, request: Request, view: Any) -> bool:
         user = request.user
         if not isinstance(user, TokenUser):
             return False
-        scope = getattr(view, "required_scope", "read")
-        if isinstance(scope, tuple):
-            return all(user.token.has_scope(s) for s in scope)
-        return user.token.has_scope(scope)
+        return token_has_scope(user.token, getattr(view, "required_scope", "read"))

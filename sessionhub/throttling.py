@@ -143,7 +143,10 @@ class TokenRateThrottle(BaseThrottle):
 
     def allow_request(self, request: Request, view: Any) -> bool:
         user = request.user
-        ident = user.token.pk if isinstance(user, TokenUser) else self.get_ident(request)
+        return self.allow(user.token.pk if isinstance(user, TokenUser) else self.get_ident(request))
+
+    def allow(self, ident: Any) -> bool:
+        """Count one request of ``ident`` (a token's id) and say whether it is in its rate."""
         now = time.time()
         window = int(now // self.period)
         key = f"throttle:{self.scope}:{ident}:{window}"
@@ -173,3 +176,11 @@ class TokenRateThrottle(BaseThrottle):
 
     def wait(self) -> float | None:
         return self._wait
+
+
+def token_throttle_wait(token_id: Any) -> float | None:
+    """Count one request of a token against its rate limit: None while it is within the
+    limit, else the seconds until its window ends (what ``Retry-After`` says). The same
+    counting as :class:`TokenRateThrottle`, for plain Django views."""
+    throttle = TokenRateThrottle()
+    return None if throttle.allow(token_id) else throttle.wait()
