@@ -21,6 +21,7 @@ from .test_security import api_routes
 pytestmark = pytest.mark.django_db
 
 INGEST, READ, BOTH = frozenset({"ingest"}), frozenset({"read"}), frozenset({"ingest", "read"})
+ANY: frozenset[str] = frozenset()
 
 NEEDS = {
     ("/api/v1/events", "post"): INGEST,
@@ -44,6 +45,10 @@ NEEDS = {
     ("/api/v1/sessions/<str:session_id>/continue", "post"): BOTH,
     # The MCP endpoint: every tool reads the team's memory (docs/integrations.md).
     ("/api/v1/mcp", "post"): READ,
+    # Which team and token a token stands for: any valid token may ask (the hook
+    # client's `status` checks an ingest-only token with it).
+    ("/api/v1/whoami", "get"): ANY,
+    ("/api/v1/whoami", "post"): ANY,
 }
 
 SCOPE_SETS = [("ingest",), ("read",), ("ingest", "read"), ("admin",)]
