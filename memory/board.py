@@ -23,7 +23,7 @@ from sessionhub.models import Team
 
 from . import features as feature_lib
 from .outcome import FINISHED
-from .preamble import _LEAD_MARKER, Evidence, Later, task_line_text
+from .preamble import LEAD_MARKER, Evidence, Later, task_line_text
 
 BOARD_DAYS = 14
 BOARD_MAX_SESSIONS = 2000
@@ -99,7 +99,7 @@ def _evidence(row: Mapping[str, Any]) -> Evidence:
 def _shown(text: str, task_id: str) -> str:
     """A task's words as the board lists them: no leading marker, and no task id the
     board shows beside them."""
-    text = _LEAD_MARKER.sub("", text).strip()
+    text = LEAD_MARKER.sub("", text).strip()
     if task_id and text.lower().startswith(task_id.lower()):
         text = text[len(task_id) :].lstrip(" :-—").strip()
     return text or task_id

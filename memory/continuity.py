@@ -36,20 +36,20 @@ from . import relevance as relevance_lib
 from .inheritance import pins_inherit, pins_with_originals
 from .models import ContinuityRecord, Pin
 from .preamble import (
-    _MARKER_TOPIC,
+    MARKER_TOPIC,
     Later,
-    _finished_task_ids,
+    finished_task_ids,
     later_evidence,
     render_preamble,
 )
 from .scoring import (
-    _EPOCH,
+    UNIX_EPOCH,
     Candidate,
     Features,
     Prior,
-    _features,
     candidate_rows,
     candidates_from_rows,
+    features_of,
     knobs,
     score_session,
 )
@@ -109,8 +109,8 @@ def _keywords_as_given(session: Session, keywords: list[str] | None, prompt: str
             for word in feature_lib.keyword_set(text)
             if not tokens.intersection(_TOKEN.findall(word))
         }
-    features = _features(session)
-    return {t for t in features.hot_topics if not _MARKER_TOPIC.match(t)} if features else set()
+    features = features_of(session)
+    return {t for t in features.hot_topics if not MARKER_TOPIC.match(t)} if features else set()
 
 
 # The record explains the best ranked candidates part by part (every source among them, the
@@ -212,7 +212,9 @@ def choose(scored: list[Candidate], *, prompt_known: bool, k: dict[str, Any]) ->
     candidates may be sources: the session about *this* work, not the freshest one.
     Without one, the reference formula decides alone.
     """
-    ranked = sorted(scored, key=lambda c: (-c.score, -(c.session.ended_at or _EPOCH).timestamp()))
+    ranked = sorted(
+        scored, key=lambda c: (-c.score, -(c.session.ended_at or UNIX_EPOCH).timestamp())
+    )
     eligible = ranked
     by_relevance = prompt_known and any(c.relevance >= k["RELEVANCE_MIN"] for c in ranked)
     if by_relevance:
@@ -316,8 +318,8 @@ def _latest_of_conversations(decision: Decision, k: dict[str, Any]) -> Decision:
         if previous is None:
             continue
         other = successors.get(previous)
-        if other is None or (candidate.session.ended_at or _EPOCH) > (
-            other.session.ended_at or _EPOCH
+        if other is None or (candidate.session.ended_at or UNIX_EPOCH) > (
+            other.session.ended_at or UNIX_EPOCH
         ):
             successors[previous] = candidate
     if not successors:
@@ -484,7 +486,7 @@ def _window(agent_id: uuid.UUID, *, exclude_pk: uuid.UUID, now: datetime) -> _Wi
     rows, summaries = candidates_from_rows(key)
     later = later_evidence(rows, summaries)
     finished = {
-        prior.pk: _finished_task_ids(features, later.get(prior.pk)) for prior, features in rows
+        prior.pk: finished_task_ids(features, later.get(prior.pk)) for prior, features in rows
     }
     topics_text = {row[0]: row[6] for row in key}
     window = _Window(rows, summaries, later, finished, topics_text, [])
@@ -564,7 +566,7 @@ def continuity_continue(
         return existing
     now = now or timezone.now()
     wanted = current_keywords(target, None, "")
-    candidate = score_session(Prior.of(source), Features.of(_features(source)), wanted, now)
+    candidate = score_session(Prior.of(source), Features.of(features_of(source)), wanted, now)
     pins = pins_inherit(target=target, source=source, now=now)
     curated = curated_lib.pins_for_preamble(
         curated_lib.curated_pins_of(target.agent_id), keywords=wanted

@@ -14,7 +14,7 @@ from . import features as feature_lib
 from . import relevance as relevance_lib
 from .models import Pin
 from .outcome import FAILED, FINISHED, STOPPED
-from .scoring import _EPOCH, Candidate, Features, Prior, _summary_of, knobs
+from .scoring import UNIX_EPOCH, Candidate, Features, Prior, knobs, summary_quoted
 
 # --- the preamble ------------------------------------------------------------------------
 
@@ -114,7 +114,7 @@ def later_evidence(
     return evidence
 
 
-def _finished_task_ids(features: Features | None, later: Later | None) -> frozenset[str]:
+def finished_task_ids(features: Features | None, later: Later | None) -> frozenset[str]:
     """The ids of a candidate's pending tasks that a newer session finished."""
     if features is None or later is None or not features.pending_count:
         return frozenset()
@@ -157,7 +157,7 @@ def pending_for_preamble(
 
 
 # Topics stored before markers were kept out of keywords: never shown as what work was about.
-_MARKER_TOPIC = re.compile(r"^(?:redacted|[a-z0-9_]*_(?:key|token|assignment|secret|password))$")
+MARKER_TOPIC = re.compile(r"^(?:redacted|[a-z0-9_]*_(?:key|token|assignment|secret|password))$")
 
 
 def clip_words(text: str, limit: int) -> str:
@@ -208,7 +208,7 @@ def _sentences(text: str) -> list[str]:
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|(?<=[。\uff01\uff1f])|\n+")
 # A marker a task's text opens with: the preamble's heading already says it is a task.
-_LEAD_MARKER = re.compile(
+LEAD_MARKER = re.compile(
     r"^\W*(?:TODO|FIXME|\[TASK\]|next(?: steps?)?|remaining|still to do|left to do)\s*:\s*",
     re.IGNORECASE,
 )
@@ -218,7 +218,7 @@ def task_line_text(task: dict[str, Any]) -> str:
     """How a pending task reads in the preamble: its words without a leading marker."""
     text = str(task.get("text") or "")
     task_id = str(task.get("id") or "")
-    return text if task_id.startswith("task-") else _LEAD_MARKER.sub("", text).strip()
+    return text if task_id.startswith("task-") else LEAD_MARKER.sub("", text).strip()
 
 
 def _same_work(a: str, b: str) -> bool:
@@ -326,7 +326,7 @@ def render_preamble(
     topics = [
         t
         for t in topics
-        if not _MARKER_TOPIC.match(t)
+        if not MARKER_TOPIC.match(t)
         and not feature_lib.identifier_like(t.lower())
         and t.lower() not in boilerplate
     ]
@@ -413,7 +413,7 @@ def _other_session_line(
     summary = (
         {"request": text.request, "outcome": text.outcome}
         if text is not None
-        else _summary_of(candidate.session.pk)
+        else summary_quoted(candidate.session.pk)
     )
     if not summary or not summary["request"]:
         return ""
@@ -446,12 +446,12 @@ def _best_session(
             "outcome_detail": text.outcome_detail,
         }
         if text is not None
-        else _summary_of(best.session.pk)
+        else summary_quoted(best.session.pk)
     )
     if not summary or not (summary["completed"] or summary["request"]):
         return False
     evidence = (later or {}).get(best.session.pk) or Later()
-    newest = max(scored, key=lambda c: c.session.ended_at or _EPOCH, default=best)
+    newest = max(scored, key=lambda c: c.session.ended_at or UNIX_EPOCH, default=best)
     if newest.session.pk == best.session.pk:
         title = f"LAST SESSION ({_ago(best.hours)}):"
     else:
@@ -474,7 +474,7 @@ def _best_session(
         out.add(f"- {_OUTCOME_LINES[outcome]}: {clip_words(detail or 'an error', 200)}")
     steps: list[str] = []
     for step in _sentences(summary["next_steps"]):
-        clean = _LEAD_MARKER.sub("", step).strip()
+        clean = LEAD_MARKER.sub("", step).strip()
         if not clean or evidence.finished(step) or any(_same_work(clean, s) for s in steps):
             continue
         if any(_same_work(clean, task) for task in listed):

@@ -64,7 +64,7 @@ def _decoded(text: str) -> Any:
 
 
 @functools.lru_cache(maxsize=4096)
-def _topics(text: str) -> tuple[list[str], frozenset[str]]:
+def split_topics(text: str) -> tuple[list[str], frozenset[str]]:
     """A hot topics column decoded, and lowercased as scoring compares it (cached)."""
     topics = json.loads(text)
     return topics, _lowered(topics)
@@ -283,18 +283,18 @@ class _ArrayLength(Func):
     output_field = IntegerField()
 
 
-class _EpochMicroseconds(Func):
+class EpochMicroseconds(Func):
     """PostgreSQL: a timestamp as whole microseconds since 1970 (exact: the epoch is numeric).
 
     A timestamp Django reads goes through its own psycopg loader, in Python (some 10 µs a
-    value); an integer is read in C, and ``_EPOCH + timedelta`` gives the same datetime.
+    value); an integer is read in C, and ``UNIX_EPOCH + timedelta`` gives the same datetime.
     """
 
     template = "(EXTRACT(EPOCH FROM %(expressions)s) * 1000000)::bigint"
     output_field = BigIntegerField()
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _text(field: str) -> Cast:
@@ -312,7 +312,7 @@ def _candidates_queryset(
 ) -> Any:
     """The candidates' rows as ``candidate_rows`` reads them."""
     if connection.vendor == "postgresql":
-        ended: Any = _EpochMicroseconds("ended_at")
+        ended: Any = EpochMicroseconds("ended_at")
         pending_count: Any = _ArrayLength(F("features__pending_tasks"))
     else:  # the datetime, and the count from the decoded tasks
         ended, pending_count = "ended_at", Value(None, output_field=IntegerField())
@@ -398,19 +398,19 @@ def candidates_from_rows(
         if summary_id is not None:
             summaries[pk] = dict(zip(SUMMARY_COLUMNS, sections, strict=True))
         if type(ended_at) is int:
-            ended_at = _EPOCH + timedelta(microseconds=ended_at)
+            ended_at = UNIX_EPOCH + timedelta(microseconds=ended_at)
         features = None
         if features_id is not None:
             if count is None:  # not an array, or not PostgreSQL: len() of the decoded value
                 count = len(loads(texts[1]))
-            hot_topics, topic_set = _topics(topics)
+            hot_topics, topic_set = split_topics(topics)
             features = Features(hot_topics, count, texts=texts, topic_set=topic_set)
         continues = previous if named else None
         candidates.append((Prior(pk, external_id, ended_at, None, continues), features))
     return candidates, summaries
 
 
-def _features(session: Session) -> SessionFeatures | None:
+def features_of(session: Session) -> SessionFeatures | None:
     try:
         return session.features
     except SessionFeatures.DoesNotExist:
@@ -421,7 +421,7 @@ def _features(session: Session) -> SessionFeatures | None:
 _SUMMARY_COLUMNS = ("request", "completed", "next_steps", "outcome", "outcome_detail")
 
 
-def _summary_of(session_pk: uuid.UUID) -> dict[str, str] | None:
+def summary_quoted(session_pk: uuid.UUID) -> dict[str, str] | None:
     """The parts of a session's summary the preamble quotes (one query), None without one."""
     found: dict[str, str] | None = (
         Summary.objects.filter(session_id=session_pk).values(*_SUMMARY_COLUMNS).first()

@@ -47,7 +47,7 @@ from lifecycle.models import Agent, EventKind, LifecycleEvent, Session
 from . import features as feature_lib
 from . import relevance as relevance_lib
 from .models import Observation, Pin, StreamTail, Summary
-from .scoring import _EPOCH, _EpochMicroseconds, _topics, recency
+from .scoring import UNIX_EPOCH, EpochMicroseconds, recency, split_topics
 from .summaries import SECTIONS
 
 SEARCH_CONFIG = "english"
@@ -229,7 +229,7 @@ class _Row:
 
 
 def _when(value: Any) -> datetime | None:
-    return _EPOCH + timedelta(microseconds=value) if type(value) is int else value
+    return UNIX_EPOCH + timedelta(microseconds=value) if type(value) is int else value
 
 
 def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
@@ -245,7 +245,7 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
     topics: Any = "features__hot_topics"
     lexemes: Any = Value(None, output_field=TextField())
     if connection.vendor == "postgresql":
-        times = [_EpochMicroseconds(t) for t in times]
+        times = [EpochMicroseconds(t) for t in times]
         topics = Cast(topics, output_field=TextField())
         lexemes = _StoredLexemes("summary__search_document", "features__search_document")
     found: dict[uuid.UUID, _Row] = {}
@@ -276,7 +276,7 @@ def _rows(sessions: QuerySet[Session]) -> dict[uuid.UUID, _Row]:
         *columns,
     ):
         if isinstance(hot, str):
-            hot = _topics(hot)[1]
+            hot = split_topics(hot)[1]
         found[pk] = _Row(
             active=_when(active),
             summary=dict(zip(SUMMARY_SEARCH_FIELDS, texts, strict=True))

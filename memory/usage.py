@@ -38,7 +38,7 @@ from sessionhub.models import Team
 from . import features as feature_lib
 from .models import ContinuityRecord, McpCall, Pin, SessionFeatures, Summary
 from .outcome import FINISHED
-from .preamble import _LEAD_MARKER, Evidence, Later
+from .preamble import LEAD_MARKER, Evidence, Later
 
 TASK, STEP, TOPIC, FILE, COMMAND, PIN = "task", "next step", "topic", "file", "command", "pin"
 
@@ -183,7 +183,7 @@ def _once(items: Iterable[Item]) -> list[Item]:
 def judge(item: Item, work: SessionWork) -> str:
     """How the session used the item ('' when it did not)."""
     if item.kind in (TASK, STEP):
-        text = _LEAD_MARKER.sub("", item.text)
+        text = LEAD_MARKER.sub("", item.text)
         if work.later.finished(text, item.task_id):
             return "closed it"
         if item.task_id and item.task_id.lower() in work.words:
