@@ -116,6 +116,10 @@ def identifier_forms(secret: str) -> list[str]:
     return [f for f in usable if not _pieces_in(redact_text(f), [secret])][:1]
 
 
+# How many windows of a text are looked up at once.
+_WINDOW_CHUNK = 1_000_000
+
+
 def _pieces(secret: str) -> set[str]:
     lowered = secret.lower()
     return {lowered[i : i + PIECE] for i in range(len(lowered) - PIECE + 1)}
@@ -453,15 +457,26 @@ class Haystack:
         """'where: piece (of secret...)' for every piece found. ``context`` holds the text
         around the secrets: a piece that is also context (a fixed prefix of a format
         seen elsewhere) is not the secret's."""
-        found = []
         context = context.lower()
+        owners: dict[str, list[str]] = {}
+        for secret in secrets:
+            for piece in _pieces(secret):
+                if piece not in context:
+                    owners.setdefault(piece, []).append(secret)
+        found = []
         for where, texts in self.texts.items():
+            # Every window of the text, looked up among the pieces: one pass over the
+            # text, however many secrets there are.
             joined = "\x00".join(texts)
-            for secret in secrets:
-                for piece in sorted(_pieces(secret)):
-                    if piece in joined and piece not in context:
-                        found.append(f"{where}: {piece!r} of {secret[:6]}…")
-                        break
+            hits: set[str] = set()
+            for start in range(0, max(len(joined) - PIECE + 1, 0), _WINDOW_CHUNK):
+                stop = min(start + _WINDOW_CHUNK, len(joined) - PIECE + 1)
+                hits |= {joined[i : i + PIECE] for i in range(start, stop)} & owners.keys()
+            first: dict[str, str] = {}
+            for piece in sorted(hits):
+                for secret in owners[piece]:
+                    first.setdefault(secret, piece)
+            found += [f"{where}: {piece!r} of {secret[:6]}…" for secret, piece in first.items()]
         return found
 
 
