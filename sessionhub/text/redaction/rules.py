@@ -153,6 +153,8 @@ _SELF_NAMES = frozenset(
 )
 _CAMEL_WORDS = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
 _PASCAL_WORDS = re.compile(r"(?:[A-Z][a-z]+)+")
+# What follows a value when the next setting comes on the same line (a flattened file).
+_NEXT_SETTING = re.compile(r"[ \t]+[A-Za-z_][\w.-]*[ \t]*(?::[ \t]|=[ \t]*[^\s=])")
 _INI_SECTION = re.compile(r"(?m)^[ \t]*\[[\w. \"-]{1,60}\][ \t]*$")
 _SELF_OBJECTS = ("self.", "this.", "cls.", "@")
 
@@ -195,6 +197,8 @@ def _is_code_value(m: re.Match, value: str) -> bool:
     around = text[op_start - 1 : op_start] + text[op_end : op_end + 1]
     if " " not in around and "\t" not in around:
         return False  # PASSWORD=claude_auth_pass: shell, .env, URLs and properties files
+    if _NEXT_SETTING.match(text, m.end()):
+        return False  # a config flattened onto one line: "password: x_y port: 5432"
     if text[op_start] == ":":
         # YAML: "password: maple_orbit_pass" ending its line is the value itself;
         # "Password: must be set" goes on and is a sentence.
