@@ -479,14 +479,12 @@ def _check_prose(m: re.Match) -> bool:
         q = _PROSE_KEY_QUALIFIER.search(text, max(0, start - 24), start)
         if q is not None and q.group(1).lower() in _BENIGN_TOKEN_QUALIFIERS:
             return False
-    value, quoted, _, _ = _prose_value(m)
+    value, quoted, value_start, _ = _prose_value(m)
     if not value or _is_reference(value) or value.startswith(("http://", "https://", "/", "~")):
         return False
     password_like = key.startswith("pass")
-    colon = (
-        ":" in text[m.end("key") : _prose_span(m)[0]]
-        and " is" not in text[m.end("key") : _prose_span(m)[0]]
-    )
+    between = text[m.end("key") : value_start]
+    colon = ":" in between and " is" not in between
     if colon:
         return _looks_minted(value)  # "Password: hunter2x (rotated)"; the rest is left to
         # the assignment rule, which knows code
