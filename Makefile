@@ -11,6 +11,12 @@ PORT ?= 8000
 .PHONY: help
 help: ## List the targets
 	@grep -hE '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk -F':.*?## ' '{printf "  \033[1m%-14s\033[0m %s\n", $$1, $$2}'
+	@echo
+	@echo "Variables (make run HOST=0.0.0.0 PORT=9000):"
+	@echo "  HOST           address make run serves on (now $(HOST))"
+	@echo "  PORT           port make run serves on (now $(PORT))"
+	@echo "  PYTEST_ARGS    extra pytest arguments for make test (e.g. -x tests/lifecycle)"
+	@echo "  BENCH_ARGS     extra arguments for the benchmarks"
 
 $(BIN)/.installed: pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -26,7 +32,7 @@ install: $(BIN)/.installed ## Create the virtualenv and install SessionHub with 
 	@printf 'DEBUG=1\nSECRET_KEY=%s\n' "$$($(PYTHON) -c 'import secrets; print(secrets.token_urlsafe(50))')" > .env
 
 .PHONY: run
-run: install .env ## Run SessionHub embedded (SQLite, tasks in-process) on http://127.0.0.1:8000
+run: install .env ## Run SessionHub embedded (SQLite, tasks in-process) on http://$HOST:$PORT (127.0.0.1:8000)
 	$(BIN)/python manage.py migrate --noinput
 	@$(BIN)/python manage.py bootstrap
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
@@ -90,8 +96,17 @@ clean: ## Remove the virtualenv, caches and the local SQLite database
 	rm -rf $(VENV) .pytest_cache .ruff_cache sessionhub.sqlite3* staticfiles
 
 .PHONY: superuser
-superuser: install .env ## Create a Django admin user for the dashboard and admin
-	$(BIN)/python manage.py createsuperuser
+superuser: install .env ## Create an admin user (no terminal: DJANGO_SUPERUSER_USERNAME, _PASSWORD, _EMAIL)
+	@if [ -t 0 ]; then \
+		$(BIN)/python manage.py createsuperuser; \
+	elif [ -n "$$DJANGO_SUPERUSER_USERNAME" ] && [ -n "$$DJANGO_SUPERUSER_PASSWORD" ]; then \
+		DJANGO_SUPERUSER_EMAIL="$${DJANGO_SUPERUSER_EMAIL:-$$DJANGO_SUPERUSER_USERNAME@localhost}" \
+			$(BIN)/python manage.py createsuperuser --noinput; \
+	else \
+		echo "make superuser: no terminal to ask on. Set DJANGO_SUPERUSER_USERNAME and" \
+			"DJANGO_SUPERUSER_PASSWORD (and DJANGO_SUPERUSER_EMAIL), or run it in a terminal." >&2; \
+		exit 2; \
+	fi
 
 .PHONY: bench-scale
 bench-scale: install ## Request costs at 1k/100k/1M sessions and 0/1M/10M events (about 20 minutes)

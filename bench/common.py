@@ -590,7 +590,7 @@ _LEAF_KINDS = (
 
 _INCLUSIVE_AREAS = (
     ("lifecycle.ingest.store.events_store", ("lifecycle/ingest/store.py:events_store",)),
-    ("session lock (SELECT ... FOR UPDATE)", ("lifecycle/services.py:_sessions_resolve",)),
+    ("session lock (SELECT ... FOR UPDATE)", ("lifecycle/services.py:sessions_resolve",)),
     ("event INSERT", ("lifecycle/services.py:insert_events",)),
     ("transaction commit", ("django/db/transaction.py:Atomic.__exit__",)),
     ("per-session UPDATE (Session.save)", ("django/db/models/base.py:Model.save",)),

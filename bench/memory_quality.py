@@ -633,11 +633,28 @@ def replay_and_evaluate(corpus: Corpus, post: Poster, token: str) -> Result:
         return evaluate(corpus)
 
 
+def pin_every_agent(text: str) -> None:
+    """A lead's critical pin on every agent that has none yet (``--critical-pin``)."""
+    from lifecycle.models import Agent
+    from memory.pins import pin_create
+
+    for agent in Agent.objects.exclude(pins__label="Team rule"):
+        pin_create(
+            agent=agent, label="Team rule", content=text, priority="critical", pinned_by="lead"
+        )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sqlite", action="store_true", help="use SQLite, not PostgreSQL")
     parser.add_argument("--only", help="comma-separated session names")
     parser.add_argument("--verbose", action="store_true", help="print every preamble served")
+    parser.add_argument(
+        "--critical-pin",
+        metavar="TEXT",
+        help="a lead pins TEXT as a critical pin on every agent as soon as it appears: "
+        "every preamble must quote it and stay within its budget",
+    )
     args = parser.parse_args()
     sys.path.insert(0, str(REPO))
     if args.sqlite:
@@ -669,6 +686,8 @@ def main() -> int:
             response = client.post(
                 path, body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
             )
+            if args.critical_pin:
+                pin_every_agent(args.critical_pin)
             try:
                 return response.status_code, response.json()
             except ValueError:
@@ -681,6 +700,9 @@ def main() -> int:
             f"{len(projects)} projects, {len(corpus.hooks)} hook calls"
         )
         print(table(result))
+        if args.critical_pin:
+            quoted = sum(1 for _, _, text in result.served if args.critical_pin[:60] in text)
+            print(f"| preambles quoting the critical pin | {quoted} of {len(result.served)} |")
         print(details(result))
         if args.verbose:
             for name, stage, text in result.served:

@@ -257,7 +257,7 @@ class Bench:
         redis.Redis.from_url(REDIS_URL).flushdb()
         self.manage("migrate", "--noinput", "-v", "0")
         self.token = self.manage(
-            "create_api_token", "bench", "--scopes", "ingest,read", "--quiet"
+            "create_api_token", "bench", "--scopes", "ingest,read", "--quiet", "--create-team"
         ).strip()
         with psycopg.connect(self.dsn) as conn:
             self.team_id = conn.execute(

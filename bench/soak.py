@@ -444,7 +444,16 @@ def main() -> int:
     flush_redis(env["REDIS_URL"])
     tokens = []
     for i in range(TOKENS):
-        out = manage(env, "create_api_token", "soak", "--scopes", "ingest", "--name", f"gw-{i}")
+        out = manage(
+            env,
+            "create_api_token",
+            "soak",
+            "--scopes",
+            "ingest",
+            "--name",
+            f"gw-{i}",
+            "--create-team",
+        )
         tokens.append(next(x.strip() for x in out.splitlines() if x.strip().startswith("shub_")))
 
     port = free_port()

@@ -105,7 +105,7 @@ def tokens(env: dict[str, str], count: int, team: str = "bench") -> list[str]:
     """``count`` ingest tokens of one team, made by the project's own command."""
     made = []
     for _ in range(count):
-        out = manage(env, "create_api_token", team, "--scopes", "ingest,read")
+        out = manage(env, "create_api_token", team, "--scopes", "ingest,read", "--create-team")
         made.append(next(line.strip() for line in out.splitlines() if line.startswith("shub_")))
     return made
 

@@ -69,6 +69,15 @@ def _number(value: float) -> str:
     return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.1f}"
 
 
+def _compact(value: float) -> str:
+    """An axis figure short enough for the axis: 250k, 1.5M."""
+    for size, suffix in ((1e9, "G"), (1e6, "M"), (1e4, "k")):
+        if abs(value) >= size:
+            scaled = value / (size if size != 1e4 else 1e3)
+            return f"{scaled:,.1f}".rstrip("0").rstrip(".") + suffix
+    return _number(value)
+
+
 def _frame(chart_id: str, title: str, body: list[str], height: int = HEIGHT) -> SafeString:
     parts = [
         f'<svg class="chart" viewBox="0 0 {WIDTH} {height}" role="img" '
@@ -96,7 +105,7 @@ def column_chart(
         body.append(
             f'<line class="grid" x1="{LEFT}" x2="{WIDTH - RIGHT}" y1="{y:.1f}" y2="{y:.1f}"/>'
             f'<text class="axis" x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">'
-            f"{_number(top * fraction)}</text>"
+            f"{_compact(top * fraction)}</text>"
         )
     if n:
         slot = plot_w / n
@@ -120,8 +129,11 @@ def column_chart(
                     "</rect>"
                 )
             if i % every == 0:
+                # Every other label is "alt": a narrow screen, which draws the chart
+                # smaller and its labels larger (the stylesheet), shows half of them.
+                alt = " alt" if (i // every) % 2 else ""
                 body.append(
-                    f'<text class="axis" x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" '
+                    f'<text class="axis x{alt}" x="{x + bar_w / 2:.1f}" y="{HEIGHT - 10}" '
                     f'text-anchor="middle">{escape(label)}</text>'
                 )
     head = ["", *[s.name for s in series]] + (["total"] if len(series) > 1 else [])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 from django import forms
@@ -32,6 +33,8 @@ class SessionFilterForm(forms.Form):
     end_reason = forms.ChoiceField(
         label="End reason", required=False, choices=ANY + EndReason.choices
     )
+    developer = forms.ChoiceField(label="Developer", required=False)
+    project = forms.ChoiceField(label="Project", required=False)
     started_from = forms.DateField(
         label="Started from", required=False, widget=forms.DateInput(attrs={"type": "date"})
     )
@@ -44,11 +47,23 @@ class SessionFilterForm(forms.Form):
         choices=[(key, label) for key, (label, _) in SORTS.items()],
     )
 
-    def __init__(self, *args: Any, agents: list[Agent], channels: list[str], **kw: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        agents: list[Agent],
+        channels: list[str],
+        developers: Sequence[str] = (),
+        projects: Sequence[str] = (),
+        **kw: Any,
+    ) -> None:
         super().__init__(*args, **kw)
         agent_field = cast(forms.ChoiceField, self.fields["agent"])
-        agent_field.choices = ANY + [(str(a.pk), a.name or a.external_id) for a in agents]
+        agent_field.choices = ANY + [(str(a.pk), agent_label(a)) for a in agents]
         cast(forms.ChoiceField, self.fields["channel"]).choices = ANY + [(c, c) for c in channels]
+        cast(forms.ChoiceField, self.fields["developer"]).choices = ANY + [
+            (d, d) for d in developers
+        ]
+        cast(forms.ChoiceField, self.fields["project"]).choices = ANY + [(p, p) for p in projects]
 
     def filters(self) -> dict[str, Any]:
         """The valid filters only; an invalid field counts as not set."""
@@ -57,6 +72,12 @@ class SessionFilterForm(forms.Form):
         values = {name: cleaned.get(name) for name in self.fields if name not in self.errors}
         values["sort"] = values.get("sort") or "newest"
         return {k: v for k, v in values.items() if v not in (None, "")}
+
+
+def agent_label(agent: Agent) -> str:
+    """An agent as a menu names it: its name, and who runs it where that tells two apart."""
+    name = agent.name or agent.external_id
+    return f"{name} · {agent.developer}" if agent.developer else name
 
 
 class PinForm(forms.Form):

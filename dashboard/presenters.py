@@ -7,8 +7,9 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
+from django.conf import settings
 from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate, TruncHour
 from django.urls import reverse
@@ -24,6 +25,7 @@ from lifecycle.models import (
     foreground_q,
 )
 from memory.models import (
+    LlmUsage,
     Observation,
     Pin,
     SessionFeatures,
@@ -33,7 +35,7 @@ from memory.models import (
 from memory.selectors import session_memory
 from sessionhub.models import Team
 
-from . import charts
+from . import charts, costs
 from .charts import Chart
 from .selectors import (
     CHAIN_LIMIT,
@@ -75,6 +77,36 @@ HOURS = 48
 
 
 @dataclass
+class UsageRow:
+    """Tokens and their estimated cost for one project, developer or agent."""
+
+    label: str
+    sessions: int = 0
+    tokens: int = 0
+    cost: float = 0.0
+    unpriced: int = 0  # tokens of models the price table does not know
+    href: str = ""
+    developer: str = ""  # an agent's, to tell two of one name apart
+
+
+@dataclass
+class TokenUsage:
+    """The window's token usage and its estimated cost, beside SessionHub's own LLM spend."""
+
+    tokens: dict[str, int]
+    total_tokens: int
+    cost: float
+    unpriced_tokens: int
+    summary_tokens: int
+    summary_cost: float | None
+    summary_model: str
+    charts: list[Chart]
+    by_project: list[UsageRow]
+    by_developer: list[UsageRow]
+    by_agent: list[UsageRow]
+
+
+@dataclass
 class Overview:
     """Counts and charts of a team's recent sessions."""
 
@@ -84,11 +116,16 @@ class Overview:
     charts: list[Chart]
     top: list[Chart]
     crashed: list[Session]
+    tokens: TokenUsage | None = None
+    developer: str = ""
+    project: str = ""
 
 
-def _day_series(team: Team, since: datetime, days: list[date]) -> list[charts.Series]:
+def _day_series(
+    team: Team, since: datetime, days: list[date], narrow: Q | None = None
+) -> list[charts.Series]:
     rows = (
-        Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
+        Session.objects.filter(foreground_q(), narrow or Q(), team=team, started_at__gte=since)
         .annotate(day=TruncDate("started_at"))
         .values_list("day", "status")
         .annotate(n=Count("id"))
@@ -126,10 +163,10 @@ def _window_totals(window: QuerySet[Session]) -> dict[str, Any]:
     return window.annotate(duration=duration).aggregate(**aggregates)
 
 
-def _counts(team: Team, totals: dict[str, Any]) -> dict[str, int]:
+def _counts(team: Team, totals: dict[str, Any], narrow: Q | None = None) -> dict[str, int]:
     """The overview's figures: the window's totals and the sessions open right now."""
     open_now = dict(
-        Session.objects.filter(foreground_q(), team=team, status__in=OPEN_STATUSES)
+        Session.objects.filter(foreground_q(), narrow or Q(), team=team, status__in=OPEN_STATUSES)
         .values_list("status")
         .annotate(n=Count("id"))
         .order_by()
@@ -144,12 +181,14 @@ def _counts(team: Team, totals: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _per_day_chart(team: Team, since: datetime, first_day: date, days: int) -> Chart:
+def _per_day_chart(
+    team: Team, since: datetime, first_day: date, days: int, narrow: Q | None = None
+) -> Chart:
     day_list = [first_day + timedelta(days=i) for i in range(days)]
     return charts.column_chart(
         title=f"Sessions started per day, by status (last {days} days)",
         labels=[d.strftime("%b %d") for d in day_list],
-        series=_day_series(team, since, day_list),
+        series=_day_series(team, since, day_list, narrow),
     )
 
 
@@ -201,10 +240,11 @@ def _bucket_charts(totals: dict[str, Any], days: int) -> list[Chart]:
 def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     """The agents and the projects with the most sessions in the window (eight of each)."""
     agents = list(
-        window.values_list("agent_id", "agent__name", "agent__external_id")
+        window.values_list("agent_id", "agent__name", "agent__external_id", "agent__developer")
         .annotate(n=Count("id"))
         .order_by("-n", "agent__name")[:8]
     )
+    shared = _shared_names(name for _, name, *_ in agents)
     projects = list(
         window.exclude(project="")
         .values_list("project")
@@ -214,7 +254,10 @@ def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     return [
         charts.bar_list(
             title=f"Top agents (sessions, last {days} days)",
-            labels=[name or ext for _, name, ext, _ in agents],
+            labels=[
+                f"{name} · {who}" if name in shared and who else name or ext
+                for _, name, ext, who, _ in agents
+            ],
             values=[n for *_, n in agents],
             hrefs=[reverse("dashboard:agent", args=[pk]) for pk, *_ in agents],
             css="c-agent",
@@ -228,16 +271,29 @@ def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     ]
 
 
-def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Overview:
-    """The overview page's numbers: a handful of aggregate queries over the window."""
+def overview(
+    team: Team,
+    *,
+    days: int = 14,
+    now: datetime | None = None,
+    developer: str = "",
+    project: str = "",
+) -> Overview:
+    """The overview page's numbers: a handful of aggregate queries over the window, of
+    one developer's or one project's sessions when asked."""
     now = now or timezone.now()
     first_day = timezone.localdate(now) - timedelta(days=days - 1)
     since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
+    narrow = Q()
+    if developer:
+        narrow &= Q(developer=developer)
+    if project:
+        narrow &= Q(project=project)
     # Background runs (heartbeats...) are not the team's work: kept out of the charts.
-    window = Session.objects.filter(foreground_q(), team=team, started_at__gte=since)
+    window = Session.objects.filter(foreground_q(), narrow, team=team, started_at__gte=since)
     totals = _window_totals(window)
-    counts = _counts(team, totals)
-    per_day = _per_day_chart(team, since, first_day, days)
+    counts = _counts(team, totals, narrow)
+    per_day = _per_day_chart(team, since, first_day, days, narrow)
     per_hour = _per_hour_chart(team, now)
     buckets = _bucket_charts(totals, days)
     top = _top_charts(window, days)
@@ -253,7 +309,178 @@ def overview(team: Team, *, days: int = 14, now: datetime | None = None) -> Over
         charts=[per_day, per_hour, *buckets],
         top=top,
         crashed=crashed,
+        tokens=token_usage(
+            team, window, first_day, days, with_summaries=not (developer or project)
+        ),
+        developer=developer,
+        project=project,
     )
+
+
+_USAGE_SUMS = {
+    "input": Sum("input_tokens"),
+    "output": Sum("output_tokens"),
+    "cache_read": Sum("cache_read_tokens"),
+    "cache_write": Sum("cache_write_tokens"),
+    "sessions": Count("id"),
+}
+USAGE_LABELS = {
+    "input": "input",
+    "output": "output",
+    "cache_read": "cache reads",
+    "cache_write": "cache writes",
+}
+USAGE_TOP = 10
+
+
+def _priced(model: str, row: dict[str, Any]) -> tuple[int, float | None]:
+    """(tokens, USD or None) of one aggregate row of a model's sessions."""
+    counts = {kind: int(row.get(kind) or 0) for kind in costs.TOKEN_KINDS}
+    return sum(counts.values()), costs.cost(model, **counts)
+
+
+def _shared_names(names: Iterable[str]) -> set[str]:
+    """The names that more than one of these agents bear."""
+    seen: dict[str, int] = defaultdict(int)
+    for name in names:
+        seen[name] += 1
+    return {name for name, n in seen.items() if n > 1}
+
+
+def _ranked(rows: dict[Any, UsageRow]) -> list[UsageRow]:
+    ranked = sorted(rows.values(), key=lambda r: (-r.tokens, -r.sessions, r.label))
+    return [r for r in ranked if r.tokens][:USAGE_TOP]
+
+
+def token_usage(
+    team: Team, window: QuerySet[Session], first_day: date, days: int, *, with_summaries: bool
+) -> TokenUsage:
+    """The window's tokens per day (by kind) and their cost, SessionHub's own summaries'
+    spend beside it, and the top projects, developers and agents by tokens: one
+    aggregate over the window (by day, project, developer, agent and model), folded here."""
+    day_list = [first_day + timedelta(days=i) for i in range(days)]
+    per_day: dict[str, dict[date, int]] = {kind: defaultdict(int) for kind in costs.TOKEN_KINDS}
+    cost_per_day: dict[date, float] = defaultdict(float)
+    totals = dict.fromkeys(costs.TOKEN_KINDS, 0)
+    cost_total, unpriced = 0.0, 0
+    groups: dict[str, dict[Any, UsageRow]] = {"project": {}, "developer": {}, "agent": {}}
+    rows = cast(
+        Iterable[dict[str, Any]],
+        window.annotate(day=TruncDate("started_at"))
+        .values(
+            "day", "project", "developer", "agent_id", "agent__name", "agent__developer", "model"
+        )
+        .annotate(**_USAGE_SUMS)
+        .order_by(),
+    )
+    for row in rows:
+        for kind in costs.TOKEN_KINDS:
+            per_day[kind][row["day"]] += int(row[kind] or 0)
+            totals[kind] += int(row[kind] or 0)
+        tokens, price = _priced(row["model"] or "", row)
+        if price is None:
+            unpriced += tokens
+        else:
+            cost_per_day[row["day"]] += price
+            cost_total += price
+        keyed = (
+            ("project", row["project"], row["project"] or "—", ""),
+            ("developer", row["developer"], row["developer"] or "—", ""),
+            (
+                "agent",
+                row["agent_id"],
+                row["agent__name"] or str(row["agent_id"]),
+                reverse("dashboard:agent", args=[row["agent_id"]]),
+            ),
+        )
+        for group, key, label, href in keyed:
+            entry = groups[group].setdefault(
+                key, UsageRow(label=label, href=href, developer=row["agent__developer"])
+            )
+            entry.sessions += row["sessions"]
+            entry.tokens += tokens
+            if price is None:
+                entry.unpriced += tokens
+            else:
+                entry.cost += price
+
+    model = settings.SESSIONHUB["LLM"]["MODEL"]
+    summary_per_day: dict[date, int] = {}
+    if with_summaries:
+        summary_per_day = dict(
+            LlmUsage.objects.filter(team=team, day__gte=first_day).values_list("day", "tokens")
+        )
+    summary_tokens = sum(summary_per_day.values())
+    summary_prices = costs.prices_of(model) if model else None
+    # The ledger keeps one count per day, not input and output apart: priced at the
+    # model's input rate, a floor of what the summaries cost.
+    summary_price = summary_prices[0] / 1_000_000 if summary_prices else None
+
+    labels = [d.strftime("%b %d") for d in day_list]
+    token_chart = charts.column_chart(
+        title=f"Tokens per day, by kind (sessions started in the last {days} days)",
+        labels=labels,
+        series=[
+            charts.Series(USAGE_LABELS[kind], [per_day[kind][d] for d in day_list], f"u-{kind}")
+            for kind in costs.TOKEN_KINDS
+        ],
+    )
+    cost_series = [
+        charts.Series("agents", [round(cost_per_day[d], 2) for d in day_list], "u-cost"),
+    ]
+    if with_summaries and summary_price is not None:
+        cost_series.append(
+            charts.Series(
+                "SessionHub summaries",
+                [round(summary_per_day.get(d, 0) * summary_price, 2) for d in day_list],
+                "u-summaries",
+            )
+        )
+    cost_chart = charts.column_chart(
+        title=f"Estimated cost per day, USD (last {days} days)",
+        labels=labels,
+        series=cost_series,
+    )
+    shared = _shared_names(r.label for r in groups["agent"].values())
+    for agent in groups["agent"].values():
+        if agent.label in shared and agent.developer:
+            agent.label = f"{agent.label} · {agent.developer}"
+    return TokenUsage(
+        tokens=totals,
+        total_tokens=sum(totals.values()),
+        cost=cost_total,
+        unpriced_tokens=unpriced,
+        summary_tokens=summary_tokens,
+        summary_cost=summary_tokens * summary_price if summary_price is not None else None,
+        summary_model=model,
+        charts=[token_chart, cost_chart],
+        by_project=_ranked(groups["project"]),
+        by_developer=_ranked(groups["developer"]),
+        by_agent=_ranked(groups["agent"]),
+    )
+
+
+@dataclass
+class AgentGroup:
+    """The agents of one project, as the agents page lists them."""
+
+    project: str
+    agents: list[Any]
+
+
+def agents_by_project(agents: Sequence[Any]) -> list[AgentGroup]:
+    """The agents grouped by project (the busiest project first, as the agents come most
+    recently seen first); each gets ``label``: its name, and who runs it where two agents
+    of the list share the name."""
+    names: dict[str, int] = defaultdict(int)
+    for agent in agents:
+        names[agent.name] += 1
+    groups: dict[str, list[Any]] = {}
+    for agent in agents:
+        shared = names[agent.name] > 1 and agent.developer
+        agent.label = f"{agent.name} · {agent.developer}" if shared else str(agent)
+        groups.setdefault(agent.project, []).append(agent)
+    return [AgentGroup(project, members) for project, members in groups.items()]
 
 
 KIND_STYLE: dict[str, tuple[str, str]] = {

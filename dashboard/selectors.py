@@ -36,7 +36,8 @@ from memory.models import (
 )
 from memory.pins import active_pins
 from memory.summaries import SECTIONS
-from sessionhub.models import Team
+from sessionhub.models import ApiToken, Team
+from sessionhub.refusals import refusals_fold
 
 PAGE_SIZE = 50
 COUNT_CAP = 1000
@@ -63,6 +64,13 @@ def user_teams(user: User) -> list[Team]:
     if not user.is_authenticated:
         return []
     return list(Team.objects.filter(memberships__user_id=user.pk).order_by("name", "pk"))
+
+
+def tokens_of(team: Team) -> list[ApiToken]:
+    """A team's API tokens, newest first, their refused requests brought up to date."""
+    tokens = list(ApiToken.objects.filter(team=team).order_by("revoked_at", "-created_at"))
+    refusals_fold(tokens)
+    return tokens
 
 
 def team_pick(teams: Sequence[Team], slug: str | None) -> Team | None:
@@ -117,6 +125,36 @@ def channels_for_filter(team: Team) -> list[str]:
     return channels
 
 
+def _session_people(team: Team, limit: int = 300) -> dict[str, list[str]]:
+    """The developers and the projects of the team's sessions (the filter menus'
+    choices), in one DISTINCT, cached for a few minutes like the channels."""
+    key = f"dashboard:people:{team.pk}"
+    found = cache.get(key)
+    if found is None:
+        pairs = list(
+            Session.objects.filter(team=team)
+            .values_list("developer", "project")
+            .distinct()
+            .order_by()[: limit * 10]
+        )
+        found = {
+            "developer": sorted({d for d, _ in pairs if d})[:limit],
+            "project": sorted({p for _, p in pairs if p})[:limit],
+        }
+        cache.set(key, found, CHANNEL_CACHE_SECONDS)
+    return found
+
+
+def developers_for_filter(team: Team) -> list[str]:
+    """Who ran the team's sessions (OS user@host, or the token's gateway)."""
+    return _session_people(team)["developer"]
+
+
+def projects_for_filter(team: Team) -> list[str]:
+    """The projects of the team's sessions (git remote, else working directory)."""
+    return _session_people(team)["project"]
+
+
 def _search_postgres(team: Team, text: str) -> Q:
     query = SearchQuery(text, search_type="websearch", config=SEARCH_CONFIG)
     prompts = (
@@ -164,6 +202,8 @@ def sessions_filter(
     channel: str = "",
     source: str = "",
     end_reason: str = "",
+    developer: str = "",
+    project: str = "",
     started_from: date | None = None,
     started_to: date | None = None,
     sort: str = "newest",
@@ -181,6 +221,10 @@ def sessions_filter(
         sessions = sessions.filter(source=source)
     if end_reason:
         sessions = sessions.filter(end_reason=end_reason)
+    if developer:
+        sessions = sessions.filter(developer=developer)
+    if project:
+        sessions = sessions.filter(project=project)
     tz = timezone.get_current_timezone()
     if started_from:
         sessions = sessions.filter(
@@ -412,13 +456,21 @@ def mcp_calls(session: Session) -> McpCalls:
 # --- agents --------------------------------------------------------------------------------
 
 
-def agents_of(team: Team, limit: int = 500) -> list[Agent]:
-    """The team's agents, most recently seen first."""
-    return list(
-        Agent.objects.filter(team=team).order_by(F("last_seen_at").desc(nulls_last=True), "name")[
-            :limit
-        ]
-    )
+def agents_of(
+    team: Team, *, project: str = "", developer: str = "", limit: int = 500
+) -> list[Agent]:
+    """The team's agents, most recently seen first; with a project or a developer, those
+    that worked on it or that they ran (by their sessions)."""
+    agents = Agent.objects.filter(team=team)
+    if project:
+        agents = agents.filter(
+            pk__in=Session.objects.filter(team=team, project=project).values("agent_id")
+        )
+    if developer:
+        agents = agents.filter(
+            pk__in=Session.objects.filter(team=team, developer=developer).values("agent_id")
+        )
+    return list(agents.order_by(F("last_seen_at").desc(nulls_last=True), "name")[:limit])
 
 
 @dataclass

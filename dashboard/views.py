@@ -22,12 +22,15 @@ from django.utils.dateparse import parse_datetime
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
+from memory import board, usage
 from memory import pins as pin_services
+from memory.curated import pinned_by_of
 from memory.models import Pin
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
 from sessionhub.exceptions import ApiError
-from sessionhub.models import Team
+from sessionhub.models import Membership, Team
+from sessionhub.services import membership_add
 
 from . import presenters, selectors
 from .forms import PinForm, SessionFilterForm, TeamSwitchForm
@@ -85,7 +88,35 @@ def _page(
 
 
 def _no_team(request: MemberRequest) -> HttpResponse:
-    return _page(request, "dashboard/no_team.html", {})
+    # A superuser is never stuck here: they see every team and may join one.
+    joinable = list(Team.objects.order_by("name", "pk")) if request.user.is_superuser else []
+    return _page(request, "dashboard/no_team.html", {"joinable": joinable})
+
+
+@require_POST
+@member_view
+def team_join(request: MemberRequest) -> HttpResponse:
+    """A superuser joins a team as its admin (the picker of the "no team" page)."""
+    if not request.user.is_superuser:
+        raise Http404("No such page")
+    form = TeamSwitchForm(request.POST)
+    team = Team.objects.filter(slug=form.data.get("team", "")).first() if form.is_valid() else None
+    if team is None:
+        raise Http404("No such team")
+    membership_add(team=team, user=request.user, role=Membership.Role.ADMIN)
+    _audit(request, team, CHANGE, f"Joined as admin from the dashboard: {request.user}")
+    request.session[TEAM_SESSION_KEY] = team.slug
+    messages.success(request, f"You joined {team.name} as an admin.")
+    return redirect("dashboard:overview")
+
+
+@member_view
+def token_list(request: MemberRequest) -> HttpResponse:
+    """The current team's API tokens: last request, last event stored, refused requests."""
+    if request.team is None:
+        return _no_team(request)
+    tokens = selectors.tokens_of(request.team)
+    return _page(request, "dashboard/token_list.html", {"tokens": tokens})
 
 
 @member_view
@@ -98,8 +129,21 @@ def overview(request: MemberRequest) -> HttpResponse:
     except ValueError:
         days = 14
     days = days if days in OVERVIEW_DAYS else 14
-    data = presenters.overview(request.team, days=days)
-    return _page(request, "dashboard/overview.html", {"data": data, "day_choices": OVERVIEW_DAYS})
+    developer = request.GET.get("developer", "")[:200]
+    project = request.GET.get("project", "")[:500]
+    data = presenters.overview(request.team, days=days, developer=developer, project=project)
+    return _page(
+        request,
+        "dashboard/overview.html",
+        {
+            "data": data,
+            "day_choices": OVERVIEW_DAYS,
+            "developers": selectors.developers_for_filter(request.team),
+            "projects": selectors.projects_for_filter(request.team),
+            # Did memory help? This week's figure, whatever the period shown.
+            "memory_help": usage.usage_figure(request.team, days=7),
+        },
+    )
 
 
 @member_view
@@ -112,6 +156,8 @@ def session_list(request: MemberRequest) -> HttpResponse:
         request.GET or None,
         agents=selectors.agents_for_filter(team),
         channels=selectors.channels_for_filter(team),
+        developers=selectors.developers_for_filter(team),
+        projects=selectors.projects_for_filter(team),
     )
     filters = form.filters() if request.GET else {"sort": "newest"}
     try:
@@ -145,13 +191,53 @@ def session_detail(request: MemberRequest, session_id: str) -> HttpResponse:
     )
 
 
+BOARD_DAYS = (7, 14, 30)
+
+
+@member_view
+def open_work(request: MemberRequest) -> HttpResponse:
+    """The team's board of open work: pending tasks of recent sessions, by project."""
+    if request.team is None:
+        return _no_team(request)
+    try:
+        days = int(request.GET.get("days", 14))
+    except ValueError:
+        days = 14
+    days = days if days in BOARD_DAYS else 14
+    projects = board.open_work(request.team, days=days)
+    return _page(
+        request,
+        "dashboard/open_work.html",
+        {
+            "projects": projects,
+            "days": days,
+            "day_choices": BOARD_DAYS,
+            "open_total": sum(p.open_count for p in projects),
+            "task_total": sum(len(p.tasks) for p in projects),
+        },
+    )
+
+
 @member_view
 def agent_list(request: MemberRequest) -> HttpResponse:
     """The current team's agents."""
     if request.team is None:
         return _no_team(request)
-    agents = selectors.agents_of(request.team)
-    return _page(request, "dashboard/agent_list.html", {"agents": agents})
+    project = request.GET.get("project", "")[:500]
+    developer = request.GET.get("developer", "")[:200]
+    agents = selectors.agents_of(request.team, project=project, developer=developer)
+    return _page(
+        request,
+        "dashboard/agent_list.html",
+        {
+            "groups": presenters.agents_by_project(agents),
+            "agents": agents,
+            "project": project,
+            "developer": developer,
+            "projects": selectors.projects_for_filter(request.team),
+            "developers": selectors.developers_for_filter(request.team),
+        },
+    )
 
 
 def _agent_page(
@@ -211,7 +297,9 @@ def agent_detail(request: MemberRequest, agent_id: str) -> HttpResponse:
     form = PinForm(request.POST, prefix="new")
     if form.is_valid():
         try:
-            pin = pin_services.pin_create(agent=agent, **form.cleaned_data)
+            pin = pin_services.pin_create(
+                agent=agent, pinned_by=pinned_by_of(user=request.user), **form.cleaned_data
+            )
         except ApiError as exc:
             form.add_error(None, exc.message)
         else:

@@ -20,14 +20,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessionhub.authentication import caller
+from sessionhub.authentication import caller, token_event_seen
 from sessionhub.errors import ApiErrorSerializer, error_body
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
 from sessionhub.models import ApiToken
 
-from . import selectors, services
+from . import selectors, services, signals
 from .adapters.base import as_key
-from .models import EVENT_FIELDS, EndReason, LifecycleEvent, Session, SessionStatus, Source
+from .models import (
+    EVENT_FIELDS,
+    EndReason,
+    EventKind,
+    LifecycleEvent,
+    Session,
+    SessionStatus,
+    Source,
+)
 
 # --- ingestion ---------------------------------------------------------------------------
 
@@ -88,20 +96,24 @@ class _IngestView(APIView):
         return bodies
 
     def store(self, token: ApiToken, bodies: list[Any]) -> Response:
-        """Ingest the events and answer with the per-event results (also the short way's
-        answer: ``lifecycle.fast_path``)."""
+        """Ingest the events and answer with the per-event results."""
         results = services.events_ingest(
             team=token.team, bodies=bodies, adapter=services.adapter_for(self.source, token)
         )
         counts = {s: 0 for s in (services.ACCEPTED, services.DUPLICATE, services.REJECTED)}
         for result in results:
             counts[result.status] += 1
-        payload = {
+        if counts[services.ACCEPTED]:
+            token_event_seen(token)  # a write at most once a minute per token
+        payload: dict[str, Any] = {
             "accepted": counts[services.ACCEPTED],
             "duplicates": counts[services.DUPLICATE],
             "rejected": counts[services.REJECTED],
             "results": [r.as_dict() for r in results],
         }
+        waiting = _context_for_prompts(bodies, results)
+        if waiting:
+            payload["continuity"] = waiting
         if counts[services.REJECTED] == len(results):
             first = results[0]
             message = (
@@ -114,6 +126,30 @@ class _IngestView(APIView):
                 status=status.HTTP_400_BAD_REQUEST,
             )
         return Response(payload, status=status.HTTP_200_OK)
+
+
+def _reads_context(body: Any) -> bool:
+    """Whether the client says it hands this event's answer to the agent (the hook client
+    on a prompt: ``"sessionhub": {"reads_context": true}``)."""
+    meta = body.get("sessionhub") if isinstance(body, dict) else None
+    return isinstance(meta, dict) and meta.get("reads_context") is True
+
+
+def _context_for_prompts(bodies: list[Any], results: list[Any]) -> list[dict[str, Any]]:
+    """What waits for the sessions that just took a prompt whose answer the client reads
+    (a manual continue), claimed as delivered; empty nearly always."""
+    provider = signals.prompt_context()
+    if provider is None:
+        return []
+    sessions = [
+        r.session_id
+        for r in results
+        if r.kind == EventKind.PROMPT
+        and r.status == services.ACCEPTED
+        and r.session_id
+        and _reads_context(bodies[r.index])
+    ]
+    return provider(sessions) if sessions else []
 
 
 _CANONICAL_EXAMPLE = {
@@ -278,6 +314,7 @@ class SessionFilter(django_filters.FilterSet):
     end_reason = django_filters.MultipleChoiceFilter(choices=EndReason.choices)
     session_key = KeyFilter(limit=300)
     project = django_filters.CharFilter()
+    developer = django_filters.CharFilter()
     external_id = KeyFilter()
     started_after = UtcDateTimeFilter(field_name="started_at", lookup_expr="gte")
     started_before = UtcDateTimeFilter(field_name="started_at", lookup_expr="lt")
@@ -333,6 +370,11 @@ class SessionSerializer(serializers.ModelSerializer):
             "tool_use_count",
             "compaction_count",
             "token_count",
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "developer",
             "previous_session",
             "continued_by",
         ]

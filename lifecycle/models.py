@@ -87,8 +87,13 @@ class Agent(models.Model):
     external_id = models.CharField(max_length=300)
     name = models.CharField(max_length=300, blank=True)
     project = models.CharField(max_length=500, blank=True)
+    developer = models.CharField(
+        max_length=200, blank=True, help_text="Who ran its first session (user@host or token)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
-    last_seen_at = models.DateTimeField(null=True, blank=True)
+    last_seen_at = models.DateTimeField(
+        null=True, blank=True, help_text="Its latest event, to the minute"
+    )
     redaction_version = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
@@ -109,7 +114,7 @@ USER_TRIGGER = "user"
 # FOLD_FIELDS): a new field is added here once, not in every place that lists fields.
 SESSION_IDENTITY_FIELDS = ("external_id", "source")
 # Where and how a session runs, as its events tell (ingestion keeps them up to date).
-SESSION_CONTEXT_FIELDS = ("session_key", "channel", "cwd", "project")
+SESSION_CONTEXT_FIELDS = ("session_key", "channel", "cwd", "project", "developer")
 # The session chain by the gateway's ids (kept when the linked row is not there).
 SESSION_LINK_FIELDS = ("previous_external_id", "successor_external_id")
 # An event as the API shows it and an export carries it; its row adds the team, the
@@ -151,6 +156,11 @@ class Session(models.Model):
     channel = models.CharField(max_length=100, blank=True)
     cwd = models.CharField(max_length=1000, blank=True)
     project = models.CharField(max_length=500, blank=True)
+    developer = models.CharField(
+        max_length=200,
+        blank=True,
+        help_text="Who ran it: the OS user@host its client reports, else the token's gateway",
+    )
     model = models.CharField(max_length=200, blank=True)
     trigger = models.CharField(
         max_length=40,
@@ -184,6 +194,12 @@ class Session(models.Model):
     compaction_count = models.PositiveIntegerField(default=0)
     reported_message_count = models.PositiveIntegerField(null=True, blank=True)
     token_count = models.BigIntegerField(null=True, blank=True)
+    # Token usage of its turns as the gateways report it (Claude Code's transcript,
+    # OpenClaw's agent_end), summed by the state fold.
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    cache_write_tokens = models.BigIntegerField(default=0)
 
     previous_session = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="next_sessions"
@@ -227,6 +243,9 @@ class Session(models.Model):
             models.Index(fields=["team", "-started_at"], name="session_team_started"),
             models.Index(fields=["agent", "-ended_at"], name="session_agent_ended"),
             models.Index(fields=["team", "session_key"], name="session_team_key"),
+            # The dashboard's views per developer and per project.
+            models.Index(fields=["team", "developer"], name="session_team_developer"),
+            models.Index(fields=["team", "project"], name="session_team_project"),
             # The crash sweep's open sessions. Neither index holds a column that a quiet
             # event moves (last_event_at, memory_dirty_at), so those updates stay HOT.
             models.Index(

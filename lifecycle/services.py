@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from sessionhub.db.statements import Compiled
 from sessionhub.models import ApiToken, Team
 from sessionhub.text.redaction import (
     has_random_run,
@@ -38,12 +39,12 @@ from .adapters import gemini_cli as gemini_cli_adapter
 from .adapters import openclaw as openclaw_adapter
 from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
-from .ingest.outbox import outbox_sweep
+from .ingest.identity import agents_seen
+from .ingest.outbox import memory_caught_up, memory_waiting, outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
-from .ingest.statements import Compiled
 from .ingest.store import events_store
-from .models import Agent, Session, Source
+from .models import Agent, LifecycleEvent, Session, Source
 
 # The way in: what views, tasks and the memory app call. The parts live in ingest/.
 __all__ = [
@@ -56,7 +57,11 @@ __all__ = [
     "crashed_sessions_close",
     "embedded_housekeeping",
     "events_ingest",
+    "memory_caught_up",
+    "memory_waiting",
+    "orphan_events_delete",
     "outbox_sweep",
+    "session_delete_if_closed",
     "session_for_continuity",
 ]
 
@@ -107,11 +112,14 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
             )
             continue
         valid.append((index, _redacted(event)))
-        results.append(EventResult(index=index, status=ACCEPTED, event_id=event.event_id))
+        results.append(
+            EventResult(index=index, status=ACCEPTED, event_id=event.event_id, kind=event.kind)
+        )
     if len(valid) == 1 and quiet(valid[0][1]):
         quick = event_store_quiet(team=team, event=valid[0][1], received_at=now)
         if quick is not None:
             results[valid[0][0]].status, results[valid[0][0]].session_id = quick
+            agents_seen(team, [valid[0][1]], now)
             embedded_housekeeping(now)
             return results
     parts = _split_at_new_sessions(valid)
@@ -129,6 +137,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
                     continue
                 result.status = status
                 result.session_id = session_id
+    agents_seen(team, [event for _, event in valid], now)
     embedded_housekeeping(now)
     return results
 
@@ -201,6 +210,7 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         event.channel,
         event.cwd,
         event.project,
+        event.developer,
         memo=memo,
         longest=MAX_STORED_STRING,
     ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
@@ -211,7 +221,7 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
         # The adapters' payload and facts are their own: redacted in place of a copy when
         # nothing changes, and copied by the trim in any case.
         changes[name] = trim_strings(redact_value(value, memo, copy=False))
-    for name in ("agent_name", "channel", "cwd", "project"):
+    for name in ("agent_name", "channel", "cwd", "project", "developer"):
         value = getattr(event, name)
         redacted: object
         if name in ("cwd", "project"):
@@ -267,3 +277,24 @@ def session_for_continuity(
         team=team, source=source, external_id=external_id, defaults={"agent": agent}
     )
     return session
+
+
+def session_delete_if_closed(session: Session) -> bool:
+    """Delete a closed session with everything hanging off it, if it is still closed as
+    it was read (retention archives it first): locked as ingestion locks it, so a resume
+    that lands meanwhile keeps it. Whether it was deleted."""
+    with transaction.atomic():
+        unchanged = Session.objects.select_for_update().filter(
+            pk=session.pk, status=session.status, ended_at=session.ended_at
+        )
+        if not unchanged.exists():
+            return False
+        deleted, _ = unchanged.delete()
+    return bool(deleted)
+
+
+def orphan_events_delete(ids: Sequence[int]) -> int:
+    """Delete these events if they still belong to no session (retention archives them
+    first; one adopted meanwhile stays). How many were deleted."""
+    deleted, _ = LifecycleEvent.objects.filter(pk__in=ids, session__isnull=True).delete()
+    return deleted

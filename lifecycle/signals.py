@@ -6,6 +6,10 @@
 * The task that distils a session's new events is registered by the app that owns it
   (the memory app, in its ``ready``); lifecycle queues it after commit and keeps the
   session marked until it has run, so with no task registered nothing is lost either.
+* What a prompt's answer hands the agent (a manual continue waiting for its session's
+  next prompt) comes from the function the memory app registers
+  (``register_prompt_context``); the ingest view calls it for the prompts whose client
+  says it reads the answer, and adds what it returns to the answer.
 """
 
 from __future__ import annotations
@@ -28,3 +32,18 @@ def register_session_task(task: Any) -> None:
 def session_task() -> Any:
     """The registered session task, or None when no app has registered one."""
     return _session_task
+
+
+_prompt_context: Any = None
+
+
+def register_prompt_context(provider: Any) -> None:
+    """Name the function that, given session ids that just took a prompt, returns what to
+    hand each of them (a list of answer entries, empty when nothing waits)."""
+    global _prompt_context
+    _prompt_context = provider
+
+
+def prompt_context() -> Any:
+    """The registered prompt-context function, or None."""
+    return _prompt_context

@@ -48,8 +48,19 @@ FOLD_FIELDS = (
     "compaction_count",
     "reported_message_count",
     "token_count",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
     "model",
     "trigger",
+)
+# A turn's usage fact (``adapters.base.usage_facts``) → the session's sums.
+USAGE_COLUMNS = (
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_tokens"),
+    ("cache_write", "cache_write_tokens"),
 )
 
 _STARTS = {EventKind.SESSION_START, EventKind.SESSION_RESUME}
@@ -139,6 +150,18 @@ def _stamp(session: Session, event: FoldEvent) -> None:
     facts = event.facts
     if facts.get("model"):
         session.model = str(facts["model"])[:200]
+    usage = facts.get("usage")
+    if isinstance(usage, dict):
+        for key, column in USAGE_COLUMNS:
+            count = usage.get(key)
+            if isinstance(count, int):
+                setattr(session, column, getattr(session, column) + count)
+        session.token_count = (
+            session.input_tokens
+            + session.output_tokens
+            + session.cache_read_tokens
+            + session.cache_write_tokens
+        )
     if facts.get("token_count") is not None:
         session.token_count = facts["token_count"]
     if facts.get("message_count") is not None:

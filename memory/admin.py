@@ -12,7 +12,7 @@ from django.contrib import admin, messages
 from django.contrib.admin.helpers import ACTION_CHECKBOX_NAME
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import transaction
-from django.db.models import Count, QuerySet
+from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 from django.urls import reverse
@@ -20,12 +20,13 @@ from django.utils.html import format_html
 
 from lifecycle.admin import CONTINUE_CHOICES
 from lifecycle.admin import SessionAdmin as LifecycleSessionAdmin
-from lifecycle.models import Session
+from lifecycle.models import OPEN_STATUSES, EventKind, LifecycleEvent, Session
 from sessionhub.admin import ReadOnlyAdmin, TeamScopedAdmin
 from sessionhub.exceptions import ApiError
 from sessionhub.text.redaction import RULES_VERSION
 
 from .continuity import continuity_continue
+from .curated import pinned_by_of
 from .export import session_export
 from .models import (
     ContinuityRecord,
@@ -38,6 +39,7 @@ from .models import (
     Summary,
     TaskFailure,
 )
+from .scoring import knobs
 from .tasks import reredact_sessions, summarize_session
 
 
@@ -49,15 +51,23 @@ class PinAdmin(TeamScopedAdmin):
         "team",
         "priority",
         "pinned_at",
+        "pinned_by",
         "unpinned_at",
         "origin_session",
         "inherited_into",
     ]
     list_filter = ["priority", ("unpinned_at", admin.EmptyFieldListFilter), "team"]
+    readonly_fields = ["pinned_by"]
     search_fields = ["label", "content", "agent__name", "agent__external_id"]
     raw_id_fields = ["agent", "origin_session", "inherited_from", "inherited_into"]
     date_hierarchy = "pinned_at"
     list_select_related = ["agent", "team", "origin_session", "inherited_into"]
+
+    def save_model(self, request: HttpRequest, obj: Pin, form: Any, change: bool) -> None:
+        """A pin added here is the admin's: the preamble names them as its author."""
+        if not change and not obj.pinned_by and obj.inherited_from_id is None:
+            obj.pinned_by = pinned_by_of(user=request.user)
+        super().save_model(request, obj, form, change)
 
 
 @admin.register(StreamTail)
@@ -120,8 +130,10 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
         "requested_by",
         "requested_by_user",
         "created_at",
+        "delivered_at",
+        "items_used_of_offered",
     ]
-    list_filter = ["trigger", "team"]
+    list_filter = ["trigger", ("delivered_at", admin.EmptyFieldListFilter), "team"]
     search_fields = ["session__external_id", "preamble", "requested_by"]
     date_hierarchy = "created_at"
     list_select_related = ["session", "team", "requested_by_user"]
@@ -140,6 +152,13 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
     @admin.display(description="pins inherited")
     def pin_count(self, record: ContinuityRecord) -> int:
         return len(record.inherited_pins or [])
+
+    @admin.display(description="items used")
+    def items_used_of_offered(self, record: ContinuityRecord) -> str:
+        """What the session did with the preamble (memory.usage): used of offered."""
+        if record.items_offered is None:
+            return "—"
+        return f"{record.items_used or 0} of {record.items_offered}"
 
     def view_on_site(self, record: ContinuityRecord) -> str:
         return reverse("dashboard:session", args=[record.session_id]) + "#continuity"
@@ -177,6 +196,12 @@ class McpCallAdmin(ReadOnlyAdmin):
         return reverse("dashboard:session", args=[record.session_id]) + "#mcp"
 
 
+# "LLM usage", not Django's "Llm usages". Set here rather than in the model's Meta, which
+# would take a migration of the memory app for a label alone.
+LlmUsage._meta.verbose_name = "LLM usage"
+LlmUsage._meta.verbose_name_plural = "LLM usage"
+
+
 @admin.register(LlmUsage)
 class LlmUsageAdmin(TeamScopedAdmin):
     list_display = ["team", "day", "tokens", "calls"]
@@ -202,38 +227,75 @@ class TaskFailureAdmin(ReadOnlyAdmin):
 # --- the session actions memory adds to lifecycle's session admin -----------------------
 
 
+def _first_prompts(sessions: QuerySet[Session]) -> QuerySet[Session]:
+    """The sessions with ``first_prompt``: the text of each one's first prompt event."""
+    first = (
+        LifecycleEvent.objects.filter(session=OuterRef("pk"), kind=EventKind.PROMPT)
+        .order_by("occurred_at", "id")
+        .values("facts__text")[:1]
+    )
+    return sessions.annotate(first_prompt=Subquery(first))
+
+
+def session_choice_label(session: Session) -> str:
+    """How the admin names a session to pick: its first prompt, agent, status and start."""
+    prompt = " ".join(str(getattr(session, "first_prompt", "") or "").split())
+    prompt = (prompt[:70] + "…") if len(prompt) > 71 else prompt
+    started = f" · {session.started_at:%Y-%m-%d %H:%M}" if session.started_at else ""
+    return (
+        f"“{prompt or 'no prompt yet'}” · {session.agent} · {session.get_status_display()}"
+        f"{started} · {str(session.external_id)[:8]}"
+    )
+
+
+def crossing(source: Session, target: Session) -> str:
+    """What a continue across agents or projects does, in words ('' within one agent)."""
+    if source.agent_id == target.agent_id:
+        return ""
+    project = ""
+    if (source.project or "") != (target.project or ""):
+        project = f" and another project ({source.project or 'none'} → {target.project or 'none'})"
+    return (
+        f"This continue crosses agents ({source.agent} → {target.agent}){project}. "
+        f"The session “{target.external_id}” of {target.agent} will be handed the summary, "
+        f"pending tasks and topics of “{source.external_id}” at its next prompt, and up to "
+        f"{knobs()['MAX_INHERITED_PINS']} of that session's pins become pins of "
+        f"{target.agent}. Tick the box to confirm."
+    )
+
+
 class ContinueForm(forms.Form):
-    """Which session continues from the chosen one (same team only)."""
+    """Which session continues from the chosen one: an open session of the same team,
+    picked by its first prompt and agent; crossing agents or projects asks to confirm."""
 
     target = forms.ChoiceField(
         label="Session that continues",
         required=False,
-        help_text=f"The {CONTINUE_CHOICES} newest sessions of the team.",
+        help_text=f"The {CONTINUE_CHOICES} newest running (or suspended) sessions of the "
+        "team, by their first prompt and agent.",
     )
     target_id = forms.CharField(
         label="…or its id",
         required=False,
         help_text="A SessionHub id or the gateway's session id, when it is not in the list.",
     )
+    confirm = forms.BooleanField(
+        label="Continue across agents or projects",
+        required=False,
+        help_text="Needed when the session that continues belongs to another agent.",
+    )
 
     def __init__(self, *args: Any, source: Session, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.source = source
-        candidates = (
-            Session.objects.filter(team_id=source.team_id)
+        candidates = _first_prompts(
+            Session.objects.filter(team_id=source.team_id, status__in=OPEN_STATUSES)
             .exclude(pk=source.pk)
             .select_related("agent")
-            .order_by("-started_at", "-id")[:CONTINUE_CHOICES]
-        )
+            .order_by("-started_at", "-id")
+        )[:CONTINUE_CHOICES]
         cast(forms.ChoiceField, self.fields["target"]).choices = [("", "—")] + [
-            (
-                str(s.pk),
-                f"{s.external_id} · {s.agent} · {s.get_status_display()}"
-                f" · {s.started_at:%Y-%m-%d %H:%M}"
-                if s.started_at
-                else f"{s.external_id} · {s.agent} · {s.get_status_display()}",
-            )
-            for s in candidates
+            (str(s.pk), session_choice_label(s)) for s in candidates
         ]
 
     def clean(self) -> dict[str, Any]:
@@ -252,6 +314,16 @@ class ContinueForm(forms.Form):
             raise forms.ValidationError(f"No session {wanted!r} in team {self.source.team}.")
         if target.pk == self.source.pk:
             raise forms.ValidationError("A session cannot continue itself.")
+        if target.status not in OPEN_STATUSES:
+            raise forms.ValidationError(
+                f"Session {target.external_id} has {target.status}: a continue is handed to "
+                "a running session at its next prompt, and this one will have no more. "
+                "Start a new session of the agent and continue that one."
+            )
+        across = crossing(self.source, target)
+        if across and not cleaned.get("confirm"):
+            self.crossing = across
+            raise forms.ValidationError(across)
         cleaned["session"] = target
         return cleaned
 
@@ -285,6 +357,10 @@ class SessionAdmin(LifecycleSessionAdmin):
                 self.message_user(request, f"Nothing was continued: {exc.message}", messages.ERROR)
                 return None
             pins = len(record.inherited_pins or [])
+            when = (
+                "at its next prompt (Claude Code: the answer to its next UserPromptSubmit; "
+                "OpenClaw: its next before_prompt_build), once"
+            )
             self.log_change(
                 request,
                 target,
@@ -298,13 +374,14 @@ class SessionAdmin(LifecycleSessionAdmin):
                 request,
                 format_html(
                     "Session {} now continues from {}: continuity record #{}, {} pin(s) "
-                    'inherited, a preamble of {} characters. <a href="{}">See it on the '
-                    "dashboard</a>.",
+                    "inherited, a preamble of {} characters, handed to the session {}. "
+                    '<a href="{}">See it on the dashboard</a>.',
                     target,
                     source,
                     record.pk,
                     pins,
                     len(record.preamble),
+                    when,
                     reverse("dashboard:session", args=[target.pk]) + "#continuity",
                 ),
                 messages.SUCCESS,

@@ -26,7 +26,13 @@ from sessionhub.fields import StrictCharField
 from sessionhub.resilience import breaker_for, throttled
 
 from . import pins as pin_services
-from .continuity import continuity_build, continuity_continue, record_as_dict
+from .continuity import (
+    continuity_build,
+    continuity_continue,
+    manual_continue_deliver,
+    record_as_dict,
+)
+from .curated import pinned_by_of
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
 from .selectors import session_memory
@@ -61,6 +67,7 @@ class PinSerializer(serializers.ModelSerializer):
             "content",
             "priority",
             "pinned_at",
+            "pinned_by",
             "unpinned_at",
             "is_active",
             "origin_session",
@@ -152,6 +159,7 @@ class AgentPinsApi(APIView):
             content=data.validated_data["content"],
             priority=data.validated_data["priority"],
             origin_session=origin,
+            pinned_by=pinned_by_of(token=caller(request).token),
         )
         return Response(PinSerializer(pin).data, status=status.HTTP_201_CREATED)
 
@@ -310,6 +318,13 @@ class ContinuityRequestSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="OpenClaw: the plugin's instance id, part of the agent's identity",
     )
+    pending = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Only what waits for the session (a manual continue made while it runs), "
+        "claimed as delivered; no automatic preamble is built. The OpenClaw plugin asks so "
+        "at each later prompt.",
+    )
 
 
 class ContinuityAnswerSerializer(serializers.Serializer):
@@ -350,10 +365,21 @@ class ContinuityApi(APIView):
             team=token.team,
             source=values["source"],
             external_id=values["session_id"],
-            agent_external_id=values.get("agent_id", ""),
+            # Asking what waits makes no session: one that is not there has nothing waiting.
+            agent_external_id="" if values["pending"] else values.get("agent_id", ""),
             gateway=token.gateway_name,
             instance=values.get("gateway", ""),
         )
+        if values["pending"]:
+            waiting = manual_continue_deliver([str(session.pk)]) if session is not None else []
+            return Response(
+                {
+                    "session_id": str(session.pk) if session is not None else None,
+                    "trigger": ContinuityRecord.Trigger.MANUAL,
+                    "preamble": "\n\n".join(w["preamble"] for w in waiting),
+                    "record_ids": [pk for w in waiting for pk in w["record_ids"]],
+                }
+            )
         if session is None:
             raise NotFound("No such session: post its start event first, or name its agent_id")
         record = continuity_build(
@@ -362,7 +388,15 @@ class ContinuityApi(APIView):
             prompt=values.get("prompt", ""),
             requested_by=f"token:{token.prefix}",
         )
-        return Response(record_as_dict(record))
+        answer = record_as_dict(record)
+        # A manual continue made before this moment goes with it (once).
+        waiting = manual_continue_deliver([str(session.pk)])
+        if waiting:
+            answer["preamble"] = "\n\n".join(
+                [p for p in (answer["preamble"], *(w["preamble"] for w in waiting)) if p]
+            )
+            answer["delivered_records"] = [pk for w in waiting for pk in w["record_ids"]]
+        return Response(answer)
 
 
 def _ingest_carried_event(token: Any, source: str, session_id: str, event: Any) -> None:

@@ -1,8 +1,5 @@
-import hashlib
-
 from celery.signals import task_failure
 from django.apps import AppConfig
-from django.conf import settings
 
 
 class MemoryConfig(AppConfig):
@@ -12,16 +9,17 @@ class MemoryConfig(AppConfig):
 
     def ready(self) -> None:
         # Modules that define or use models load once the app registry is ready.
-        from lifecycle.signals import register_session_task, session_closed
-        from sessionhub.text.redaction import set_identity_key
+        from lifecycle.signals import (
+            register_prompt_context,
+            register_session_task,
+            session_closed,
+        )
 
+        from .continuity import manual_continue_deliver
         from .signals import record_task_failure, release_pins_at_close
         from .tasks import process_session
 
         task_failure.connect(record_task_failure, weak=False)
         session_closed.connect(release_pins_at_close, weak=False)
         register_session_task(process_session)
-        # Every process must hash identifiers alike: the key comes from settings.
-        configured = settings.SESSIONHUB.get("IDENTITY_KEY") or ""
-        key = configured or "sessionhub-identity:" + settings.SECRET_KEY
-        set_identity_key(hashlib.sha256(key.encode()).digest())
+        register_prompt_context(manual_continue_deliver)

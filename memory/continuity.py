@@ -26,13 +26,14 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from lifecycle.models import Session
-from sessionhub.exceptions import ValidationFailed
+from lifecycle.models import OPEN_STATUSES, Agent, Session
+from sessionhub.exceptions import Conflict, ValidationFailed
 from sessionhub.text.redaction import RULES_VERSION, redact_text
 
+from . import curated as curated_lib
 from . import features as feature_lib
 from . import relevance as relevance_lib
-from .inheritance import pins_inherit
+from .inheritance import pins_inherit, pins_with_originals
 from .models import ContinuityRecord, Pin
 from .preamble import (
     _MARKER_TOPIC,
@@ -53,6 +54,11 @@ from .scoring import (
     score_session,
 )
 from .statements import automatic_record, record_insert, row_lock
+
+
+class SessionClosed(Conflict):
+    code = "session_closed"
+
 
 # --- serving -----------------------------------------------------------------------------
 
@@ -147,8 +153,11 @@ def _record(
     user: Any,
     stage: str = "",
     reason: str = "",
+    curated: list[tuple[Pin, str]] | None = None,
+    delivered: bool = True,
 ) -> ContinuityRecord:
     used = [c.session.pk for c in chosen]
+    created = timezone.now()
     record = ContinuityRecord(
         team_id=session.team_id,
         session=session,
@@ -170,10 +179,14 @@ def _record(
         keywords=sorted(keywords),
         preamble=preamble,
         reason=reason,
+        curated_pins=curated_lib.as_record(curated or []),
+        # An automatic preamble is handed over in the answer that carries it; a manual
+        # continue waits for the session's next prompt (``manual_continue_deliver``).
+        delivered_at=created if delivered else None,
         requested_by=requested_by[:200],
         requested_by_user=user if getattr(user, "pk", None) else None,
         redaction_version=RULES_VERSION,
-        created_at=timezone.now(),
+        created_at=created,
     )
     # The record, its sources, and each source marked continued: one statement.
     record_insert(record, [c.session.pk for c in chosen])
@@ -379,12 +392,26 @@ def continuity_build(
         shared_prompt=scoring.shared_prompt,
     )
     chosen = decision.chosen
-    if not decision.serve:  # the start's preamble already told this session
-        pins: list[Pin] = []
-        preamble = ""
+    pins: list[Pin] = []
+    if decision.serve and chosen:
+        # One read for both: the agent's active pins (the team's among them) and the
+        # pins the best source held.
+        # The agent row serializes pin writes (as memory.pins.pin_create): taken first.
+        row_lock(Agent, session.agent_id)
+        read = pins_with_originals(session.agent_id, chosen[0].session.pk)
+        people = curated_lib.curated_among(read, session.agent_id)
+        pins = pins_inherit(target=session, source=chosen[0].session, now=now, read=read)
     else:
-        pins = pins_inherit(target=session, source=chosen[0].session, now=now) if chosen else []
-        preamble = render_preamble(chosen, scored, pins, texts, later)
+        people = curated_lib.curated_pins_of(session.agent_id)
+    curated = curated_lib.pins_for_preamble(people, keywords=wanted, prompt=prompt)
+    if not decision.serve:  # the start's preamble already told this session
+        # ... all but the pins it did not quote (relevant to the prompt, or set since).
+        curated = curated_lib.newly_quoted(curated, start.curated_pins if start else None)
+        preamble = render_preamble([], scored, [], curated=[p for p, _ in curated])
+    else:
+        preamble = render_preamble(
+            chosen, scored, pins, texts, later, curated=[p for p, _ in curated]
+        )
     return _record(
         session=session,
         trigger=ContinuityRecord.Trigger.AUTOMATIC,
@@ -397,6 +424,7 @@ def continuity_build(
         requested_by=requested_by,
         user=user,
         reason=decision.reason if chosen else "no earlier session scored above the threshold",
+        curated=curated,
     )
 
 
@@ -504,6 +532,14 @@ def continuity_continue(
     if target.pk == source.pk:
         raise ValidationFailed("A session cannot continue itself", code="same_session")
     Session.objects.select_for_update().filter(pk=target.pk).first()
+    target.refresh_from_db(fields=["status"])
+    if target.status not in OPEN_STATUSES:
+        raise SessionClosed(
+            f"Session {target.external_id or target.pk} has {target.status}: a continue is "
+            "handed to a session at its next prompt, and this one will have no more. Start "
+            "a new session of the agent and continue that one.",
+            extra={"status": target.status},
+        )
     existing = ContinuityRecord.objects.filter(
         session=target, trigger=ContinuityRecord.Trigger.MANUAL, sources=source
     ).first()
@@ -513,7 +549,10 @@ def continuity_continue(
     wanted = current_keywords(target, None, "")
     candidate = score_session(Prior.of(source), Features.of(_features(source)), wanted, now)
     pins = pins_inherit(target=target, source=source, now=now)
-    preamble = render_preamble([candidate], [candidate], pins)
+    curated = curated_lib.pins_for_preamble(
+        curated_lib.curated_pins_of(target.agent_id), keywords=wanted
+    )
+    preamble = render_preamble([candidate], [candidate], pins, curated=[p for p, _ in curated])
     return _record(
         session=target,
         trigger=ContinuityRecord.Trigger.MANUAL,
@@ -525,6 +564,8 @@ def continuity_continue(
         requested_by=requested_by or (f"user:{user}" if user else ""),
         user=user,
         reason=f"continued by hand from {source.external_id or source.pk}",
+        curated=curated,
+        delivered=False,
     )
 
 
@@ -544,3 +585,38 @@ def record_as_dict(record: ContinuityRecord) -> dict[str, Any]:
         "reason": record.reason,
         "created_at": record.created_at.isoformat(),
     }
+
+
+# --- a manual continue of a running session, handed over at its next prompt --------------
+
+
+def manual_continue_deliver(session_ids: Iterable[str]) -> list[dict[str, Any]]:
+    """The manual continues waiting for these sessions (made while they ran), each claimed
+    as delivered by a conditional update (two prompts racing hand it over once); one
+    entry per session, its preambles joined, oldest first."""
+    waiting = list(
+        ContinuityRecord.objects.filter(
+            session_id__in=list(session_ids),
+            trigger=ContinuityRecord.Trigger.MANUAL,
+            delivered_at__isnull=True,
+        ).order_by("created_at", "id")
+    )
+    if not waiting:
+        return []
+    now = timezone.now()
+    by_session: dict[uuid.UUID, list[ContinuityRecord]] = {}
+    for record in waiting:
+        claimed = ContinuityRecord.objects.filter(pk=record.pk, delivered_at__isnull=True).update(
+            delivered_at=now
+        )
+        if claimed == 1 and record.preamble.strip():
+            by_session.setdefault(record.session_id, []).append(record)
+    return [
+        {
+            "session_id": str(session_id),
+            "record_ids": [r.pk for r in records],
+            "trigger": ContinuityRecord.Trigger.MANUAL,
+            "preamble": "\n\n".join(r.preamble for r in records),
+        }
+        for session_id, records in by_session.items()
+    ]

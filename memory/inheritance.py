@@ -12,8 +12,8 @@ from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from lifecycle.ingest.statements import Compiled, model_from_row
 from lifecycle.models import Agent, Session
+from sessionhub.db.statements import Compiled, model_from_row
 
 from .models import Pin
 from .scoring import Prior, decayed_confidence, knobs
@@ -48,9 +48,10 @@ _PINS_READ = Compiled(
 )
 
 
-def _pins_with_originals(agent_id: uuid.UUID, source_pk: uuid.UUID) -> list[Pin]:
-    """``_pins_read``'s pins, each with the original it was copied from (or None); on
-    PostgreSQL from its statement compiled once: the pin's columns, then the original's."""
+def pins_with_originals(agent_id: uuid.UUID, source_pk: uuid.UUID) -> list[Pin]:
+    """``_pins_read``'s pins (the agent's active pins and those the source held), each
+    with the original it was copied from (or None); on PostgreSQL from its statement
+    compiled once: the pin's columns, then the original's."""
     if connection.vendor != "postgresql":
         return list(_pins_read(agent_id, source_pk))
     width = len(Pin._meta.concrete_fields)
@@ -65,16 +66,27 @@ def _pins_with_originals(agent_id: uuid.UUID, source_pk: uuid.UUID) -> list[Pin]
     return pins
 
 
-def pins_inherit(*, target: Session, source: Session | Prior, now: datetime) -> list[Pin]:
-    """Copy the source's pins into the target's agent, within every cap; the new pins."""
+def pins_inherit(
+    *,
+    target: Session,
+    source: Session | Prior,
+    now: datetime,
+    read: list[Pin] | None = None,
+) -> list[Pin]:
+    """Copy the source's pins into the target's agent, within every cap; the new pins.
+    ``read`` is ``pins_with_originals`` of the two when the caller has read it already,
+    holding the agent's row lock since before the read."""
     k = knobs()
     cap = settings.SESSIONHUB["MAX_ACTIVE_PINS"]
-    # The agent row serializes pin writes (the same lock as memory.pins.pin_create).
-    row_lock(Agent, target.agent_id)
-    # One read for both: the agent's active pins, and the pins the source held (with the
-    # originals they were copied from: the copies point at those, and the record names them).
     agent_id, source_pk = target.agent_id, source.pk
-    pins = _pins_with_originals(agent_id, source_pk)
+    if read is None:
+        # The agent row serializes pin writes (the same lock as memory.pins.pin_create).
+        row_lock(Agent, target.agent_id)
+        # One read for both: the agent's active pins, and the pins the source held (with
+        # the originals they were copied from: the copies point at those, and the record
+        # names them).
+        read = pins_with_originals(agent_id, source_pk)
+    pins = read
     active = [p.label for p in pins if p.agent_id == agent_id and p.unpinned_at is None]
     held = [
         p

@@ -28,6 +28,9 @@ class Pin(models.Model):
     content = models.TextField(blank=True)
     priority = models.CharField(max_length=16, choices=Priority.choices, default=Priority.NORMAL)
     pinned_at = models.DateTimeField()
+    # Who set it by hand (a user's name, "token <prefix>"); blank for a pin a session made
+    # or inherited. A pin set by a person is curated memory: the preamble quotes it.
+    pinned_by = models.CharField(max_length=200, blank=True)
     unpinned_at = models.DateTimeField(null=True, blank=True)
     origin_session = models.ForeignKey(
         Session, null=True, blank=True, on_delete=models.SET_NULL, related_name="pins_made"
@@ -70,6 +73,11 @@ class Pin(models.Model):
     @property
     def is_active(self) -> bool:
         return self.unpinned_at is None
+
+    @property
+    def is_curated(self) -> bool:
+        """Set by a person (dashboard, admin, API), not made or inherited by a session."""
+        return self.inherited_from_id is None and self.inherited_into_id is None
 
 
 class StreamTail(models.Model):
@@ -248,6 +256,25 @@ class ContinuityRecord(models.Model):
     # Why the preamble draws from its sources (a session continued, the first prompt's
     # evidence, the start's choice kept), in a sentence.
     reason = models.TextField(blank=True)
+    curated_pins = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Pins people set that the preamble quotes: critical ones always, normal "
+        "ones when relevant to the session",
+    )
+    delivered_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When the agent was handed the preamble (a manual continue of a running "
+        "session: at its next prompt)",
+    )
+    usage = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Which items of the preamble the session then used (memory.usage)",
+    )
+    items_offered = models.PositiveSmallIntegerField(null=True, blank=True)
+    items_used = models.PositiveSmallIntegerField(null=True, blank=True)
     requested_by = models.CharField(max_length=200, blank=True)
     requested_by_user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -258,7 +285,19 @@ class ContinuityRecord(models.Model):
     class Meta:
         ordering = ["-created_at"]
         indexes: ClassVar = [
-            models.Index(fields=["session", "trigger"], name="continuity_session_trigger")
+            models.Index(fields=["session", "trigger"], name="continuity_session_trigger"),
+            # A prompt asks whether a manual continue waits for its session: few rows ever.
+            models.Index(
+                fields=["session"],
+                name="continuity_undelivered",
+                condition=Q(trigger="manual", delivered_at__isnull=True),
+            ),
+            # The overview's "preamble items used this week": the records already judged.
+            models.Index(
+                fields=["team", "created_at"],
+                name="continuity_usage_team",
+                condition=Q(items_offered__isnull=False),
+            ),
         ]
 
     def __str__(self) -> str:
@@ -299,6 +338,13 @@ class McpCall(models.Model):
     answer_chars = models.PositiveIntegerField(default=0)
     is_error = models.BooleanField(default=False)
     duration_ms = models.FloatField(default=0)
+    usage = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="Which items of the answer the session then used (memory.usage)",
+    )
+    items_offered = models.PositiveSmallIntegerField(null=True, blank=True)
+    items_used = models.PositiveSmallIntegerField(null=True, blank=True)
     created_at = models.DateTimeField()
     redaction_version = models.PositiveSmallIntegerField(default=0)
 

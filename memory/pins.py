@@ -63,6 +63,7 @@ def pin_create(
     origin_session: Session | None = None,
     inherited_from: Pin | None = None,
     inherited_into: Session | None = None,
+    pinned_by: str = "",
 ) -> Pin:
     """Pin something for an agent; a clear 409 past the cap or on a duplicate label."""
     label, content, priority = _clean(label, content, priority)
@@ -88,6 +89,7 @@ def pin_create(
                 origin_session=origin_session,
                 inherited_from=inherited_from,
                 inherited_into=inherited_into,
+                pinned_by=pinned_by[:200],
                 redaction_version=RULES_VERSION,
             )
     except IntegrityError as exc:

@@ -23,6 +23,7 @@ from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
+from lifecycle import services as lifecycle_services
 from lifecycle.adapters import tool_io
 from lifecycle.models import (
     OPEN_STATUSES,
@@ -56,6 +57,7 @@ from .summaries import (
     summarize_extractive,
     summarize_llm,
 )
+from .usage import usage_judge
 
 logger = logging.getLogger(__name__)
 
@@ -458,17 +460,13 @@ def session_process(session_id: str) -> bool:
     summarize = _wants_summary(session, new_events)
     if summarize or _wants_features(session, new_events):
         texts = _texts(session)
-        _features_refresh(session, texts)
+        features = _features_refresh(session, texts)
         if summarize:
-            summary_build(session, texts)
+            summary = summary_build(session, texts)
+            # Did the memory it was handed help? Judged against what it has done so far.
+            usage_judge(session, texts, features, summary)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
-    # Clear the outbox mark only if no event came in meanwhile (a newer mark means another
-    # run is queued and will see those events). The time of the run paces the next one
-    # that ingestion queues for a busy session (lifecycle.ingest.outbox.settle_delay).
-    Session.objects.filter(pk=session.pk, memory_dirty_at=dirty_mark).update(
-        memory_dirty_at=None, memory_cursor=cursor, memory_run_at=timezone.now()
-    )
-    Session.objects.filter(pk=session.pk, memory_cursor__lt=cursor).update(memory_cursor=cursor)
+    lifecycle_services.memory_caught_up(str(session.pk), dirty_mark=dirty_mark, cursor=cursor)
     return True
 
 
@@ -490,11 +488,7 @@ def session_process_until_clean(
     for _ in range(rounds):
         if not session_process(session_id):
             return False
-        waiting = (
-            Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
-            .values_list("status", flat=True)
-            .first()
-        )
+        waiting = lifecycle_services.memory_waiting(session_id)
         if waiting is None:
             return True
         if settle_open and waiting in OPEN_STATUSES:
@@ -503,13 +497,8 @@ def session_process_until_clean(
 
 
 def session_waiting(session_id: str) -> str | None:
-    """The status of a session whose events wait for its memory (its outbox mark is
-    set); None when nothing waits."""
-    return (
-        Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
-        .values_list("status", flat=True)
-        .first()
-    )
+    """The status of a session whose events wait for its memory; None when none do."""
+    return lifecycle_services.memory_waiting(session_id)
 
 
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:
@@ -558,7 +547,7 @@ def reredact_everything(
         (Observation, ["input_digest", "output_digest"]),
         (Summary, [*Summary.SECTIONS, "final_message", "outcome_detail"]),
         (SessionFeatures, ["hot_topics", "active_projects", "pending_tasks"]),
-        (ContinuityRecord, ["preamble", "keywords", "inherited_pins"]),
+        (ContinuityRecord, ["preamble", "keywords", "inherited_pins", "curated_pins", "usage"]),
         (Session, ["cwd", "project", "session_key", "channel"]),
         # An agent's external id is its identity: new events are matched against it with
         # the rules of their own day, so it is left as it was stored.

@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from . import curated as curated_lib
 from . import features as feature_lib
 from . import relevance as relevance_lib
 from .models import Pin
@@ -249,20 +250,28 @@ def render_preamble(
     pins: list[Pin],
     texts: dict[uuid.UUID, relevance_lib.SessionText] | None = None,
     later: dict[uuid.UUID, Later] | None = None,
+    curated: list[Pin] | None = None,
 ) -> str:
-    """The text handed to the new session; empty on a cold start.
+    """The text handed to the new session; empty on a cold start with nothing pinned.
 
     Everything quoted passes the same test: nothing a newer session reported finished is
     handed back as still to do (the best session's next steps, every pending task). Each
     fact is one line and said once; a session that stopped or failed says so, and its
-    last words are never filed as completed.
+    last words are never filed as completed. The pins people set (``curated``, chosen by
+    ``memory.curated``) come first, each with who pinned it and when, within at most
+    ``CURATED_SHARE`` of the budget.
     """
-    if not chosen:
+    if not chosen and not curated:
         return ""
     k = knobs()
     out = _Budget(k["PREAMBLE_MAX_CHARS"])
     header = len(out.lines)
     out.add("[SESSION CONTINUITY — inherited from {n} prior session(s)]")
+    if curated:
+        _curated_section(out, curated, int(k["PREAMBLE_MAX_CHARS"] * CURATED_SHARE))
+    if not chosen:
+        out.lines[header] = "[SESSION CONTINUITY — pinned by your team]"
+        return "\n".join(out.lines)
     quoted: list[uuid.UUID] = []
     # The tasks first: a step the pending tasks list is not said again as "next".
     tasks: list[tuple[dict[str, Any], Candidate, str]] = []
@@ -300,7 +309,10 @@ def render_preamble(
             break
         quoted.append(candidate.session.pk)
     if not quoted:
-        return ""
+        if not curated:
+            return ""
+        out.lines[header] = "[SESSION CONTINUITY — pinned by your team]"
+        return "\n".join(line for line in out.lines[: _curated_end(out)])
     projects = _projects(
         c.features.active_projects if c.features else [] for c in chosen if c.session.pk in quoted
     )
@@ -329,6 +341,50 @@ def render_preamble(
         out.lines.pop()
     out.lines[header] = out.lines[header].replace("{n}", str(len(quoted)))
     return "\n".join(out.lines)
+
+
+# The most of the budget the pins people set may take: the sessions keep the rest.
+CURATED_SHARE = 0.5
+CURATED_LINE_CHARS = 240
+_CURATED_TITLE = "PINNED BY YOUR TEAM (follow these):"
+
+
+def pin_line(pin: Pin) -> str:
+    """One line for a pin a person set: what it says, who pinned it and when."""
+    mark = "[critical] " if pin.priority == Pin.Priority.CRITICAL else ""
+    content = clip_words(pin.content, curated_lib.CONTENT_CHARS) if pin.content.strip() else ""
+    text = f"{pin.label}: {content}" if content else pin.label
+    attributed = f" ({curated_lib.attribution(pin)})"
+    return f"- {mark}{clip_words(text, CURATED_LINE_CHARS - len(attributed) - 2)}{attributed}"
+
+
+def _curated_section(out: _Budget, pins: list[Pin], limit: int) -> None:
+    """The pins people set, critical first, within ``limit`` characters; the ones that
+    do not fit are named by label on a last line."""
+    out.lines.append("")
+    out.add(_CURATED_TITLE)
+    left = limit - len(_CURATED_TITLE) - 2
+    for index, pin in enumerate(pins):
+        line = pin_line(pin)
+        reserve = 40 if index + 1 < len(pins) else 0  # room to name the ones left out
+        if len(line) + 1 > left - reserve:
+            names = ", ".join(p.label for p in pins[index:])
+            out.add(clip_words(f"- also pinned: {names}", max(24, left - 1)))
+            return
+        out.add(line)
+        left -= len(line) + 1
+
+
+def _curated_end(out: _Budget) -> int:
+    """Where the pins' section ends among the lines (sessions' headings come after)."""
+    end = len(out.lines)
+    for index, line in enumerate(out.lines):
+        if line == _CURATED_TITLE:
+            end = index + 1
+            while end < len(out.lines) and out.lines[end].startswith("- "):
+                end += 1
+            break
+    return end
 
 
 def _union(lists: Iterable[list[str]]) -> list[str]:

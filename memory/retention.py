@@ -11,12 +11,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from lifecycle import services as lifecycle_services
 from lifecycle.models import Agent, LifecycleEvent, Session, SessionStatus
 from sessionhub.models import Team
 
@@ -81,7 +82,7 @@ def expired_sessions(
             rows = agent_rows.filter(Q(ended_at__gt=ended_at) | Q(ended_at=ended_at, pk__gt=pk))
 
 
-def _write_archive(path: Path, doc: dict, *, items: str = "sessions") -> None:
+def _write_archive(path: Path, doc: dict[str, Any], *, items: str = "sessions") -> None:
     """Write atomically and durably, then read it back: the delete depends on it. The read
     must give back the ids of ``doc[items]``, in order."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -109,14 +110,7 @@ def session_retire(session: Session, *, root: Path) -> tuple[Path, bool]:
     """
     path = root / session.team.slug / f"{session.ended_at:%Y-%m}" / f"{session.pk}.json.gz"
     _write_archive(path, document([session], team=session.team))
-    with transaction.atomic():
-        unchanged = Session.objects.select_for_update().filter(
-            pk=session.pk, status=session.status, ended_at=session.ended_at
-        )
-        if not unchanged.exists():
-            return path, False
-        deleted, _ = unchanged.delete()
-    return path, bool(deleted)
+    return path, lifecycle_services.session_delete_if_closed(session)
 
 
 def retention_apply(
@@ -166,5 +160,5 @@ def _prune_orphans(*, days: int, root: Path, now: datetime, result: RetentionRes
             doc = {"format": ORPHAN_FORMAT, "team": team.slug, "sessions": [], "events": rows}
             _write_archive(path, doc, items="events")
             last = rows[-1]["id"]
-            old.filter(pk__in=[row["id"] for row in rows]).only("pk").delete()
+            lifecycle_services.orphan_events_delete([row["id"] for row in rows])
             result.files.append(str(path))

@@ -10,15 +10,15 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import BigIntegerField, F, Func, IntegerField, TextField, Value
 from django.db.models.functions import Cast
 
-from lifecycle.ingest.statements import Compiled
 from lifecycle.models import Session, SessionStatus, foreground_q
+from sessionhub.db.statements import Compiled
 
 from . import features as feature_lib
 from .models import SessionFeatures, Summary
@@ -27,7 +27,7 @@ CLOSED = (SessionStatus.ENDED, SessionStatus.CRASHED)
 
 
 def knobs() -> dict[str, Any]:
-    return settings.SESSIONHUB["CONTINUITY"]
+    return cast(dict[str, Any], settings.SESSIONHUB["CONTINUITY"])
 
 
 # --- scoring -----------------------------------------------------------------------------
@@ -136,19 +136,19 @@ class Features:
     def active_projects(self) -> list[str]:
         if self._active_projects is _UNREAD:
             self._active_projects = _decoded(self._texts[0])
-        return self._active_projects
+        return cast(list[str], self._active_projects)
 
     @property
     def pending_tasks(self) -> list[dict[str, Any]]:
         if self._pending_tasks is _UNREAD:
             self._pending_tasks = _decoded(self._texts[1])
-        return self._pending_tasks
+        return cast(list[dict[str, Any]], self._pending_tasks)
 
     @property
     def done_tasks(self) -> list[str]:
         if self._done_tasks is _UNREAD:
             self._done_tasks = _decoded(self._texts[2])
-        return self._done_tasks
+        return cast(list[str], self._done_tasks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,14 +214,14 @@ class Candidate:
 
 def recency(hours: float, k: dict[str, Any] | None = None) -> float:
     """1 for a session that just ended, falling to 0 at ``RECENCY_HOURS``."""
-    return max(0.0, 1.0 - hours / (k or knobs())["RECENCY_HOURS"])
+    return max(0.0, 1.0 - hours / float((k or knobs())["RECENCY_HOURS"]))
 
 
 def decayed_confidence(hours: float, confidence: float = 1.0) -> float:
     """``confidence · max(floor, 1 - hours/168 · 0.4)``: used to filter, never stored."""
     k = knobs()
     factor = max(k["DECAY_FLOOR"], 1.0 - hours / k["RECENCY_HOURS"] * k["DECAY_PER_WEEK"])
-    return confidence * factor
+    return confidence * float(factor)
 
 
 def score_session(
@@ -423,4 +423,7 @@ _SUMMARY_COLUMNS = ("request", "completed", "next_steps", "outcome", "outcome_de
 
 def _summary_of(session_pk: uuid.UUID) -> dict[str, str] | None:
     """The parts of a session's summary the preamble quotes (one query), None without one."""
-    return Summary.objects.filter(session_id=session_pk).values(*_SUMMARY_COLUMNS).first()
+    found: dict[str, str] | None = (
+        Summary.objects.filter(session_id=session_pk).values(*_SUMMARY_COLUMNS).first()
+    )
+    return found

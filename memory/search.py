@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.postgres.search import SearchQuery, SearchVector
@@ -60,7 +60,7 @@ PINS_READ = 2000
 
 
 def _knobs() -> dict[str, Any]:
-    return settings.SESSIONHUB["MCP"]
+    return cast(dict[str, Any], settings.SESSIONHUB["MCP"])
 
 
 @dataclass(frozen=True, slots=True)

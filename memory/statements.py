@@ -25,20 +25,20 @@ from django.db import connection, transaction
 from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
 
-from lifecycle.ingest.statements import (
+from lifecycle.models import Session
+from sessionhub.db.statements import (
     Compiled,
     column_of,
     concrete_fields,
     json_document,
     server_bound_cursor,
 )
-from lifecycle.models import Session
 
 from .models import ContinuityRecord, McpCall
 
 
 @functools.cache
-def _record_fields() -> list[Field]:
+def _record_fields() -> list[Field[Any, Any]]:
     """The record's columns as the INSERT names them: every concrete field but the id."""
     return [f for f in ContinuityRecord._meta.concrete_fields if not f.primary_key]
 

@@ -22,6 +22,12 @@ from django.utils.html import format_html
 from .audit import admin_user_id
 from .authentication import forget_token
 from .models import ApiToken, Membership, Team, hash_token
+from .refusals import refusals_fold
+
+# The admin names the product, not the framework.
+admin.site.site_header = "SessionHub administration"
+admin.site.site_title = "SessionHub admin"
+admin.site.index_title = "Teams, sessions and memory"
 
 
 def admin_team_ids(request: HttpRequest) -> list[int] | None:
@@ -148,10 +154,30 @@ class ApiTokenForm(forms.ModelForm):
 @admin.register(ApiToken)
 class ApiTokenAdmin(TeamScopedAdmin):
     form = ApiTokenForm
-    list_display = ["name", "team", "prefix", "scopes", "created_at", "last_used_at", "revoked_at"]
+    list_display = [
+        "name",
+        "team",
+        "prefix",
+        "scopes",
+        "created_at",
+        "last_used_at",
+        "last_event_at",
+        "refused_count",
+        "revoked_at",
+    ]
     list_filter = ["team", "revoked_at"]
     search_fields = ["name", "prefix", "gateway"]
-    readonly_fields = ["prefix", "created_by", "created_at", "last_used_at", "revoked_at"]
+    readonly_fields = [
+        "prefix",
+        "created_by",
+        "created_at",
+        "last_used_at",
+        "last_event_at",
+        "refused_count",
+        "last_refused_at",
+        "last_refused_status",
+        "revoked_at",
+    ]
     actions = ["revoke"]
     date_hierarchy = "created_at"
 
@@ -172,6 +198,11 @@ class ApiTokenAdmin(TeamScopedAdmin):
             )
             return
         super().save_model(request, obj, form, change)
+
+    def changelist_view(self, request: HttpRequest, extra_context: Any = None) -> Any:
+        # Refused requests wait in the cache until someone looks: bring them in first.
+        refusals_fold(self.get_queryset(request)[:500])
+        return super().changelist_view(request, extra_context)
 
     @admin.action(description="Revoke selected tokens")
     def revoke(self, request: HttpRequest, queryset: Any) -> None:

@@ -1,4 +1,7 @@
+import hashlib
+
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class SessionHubConfig(AppConfig):
@@ -14,6 +17,12 @@ class SessionHubConfig(AppConfig):
         from . import schema  # noqa: F401 - registers the OpenAPI auth extension
         from .models import Team
         from .signals import on_user_or_team_saved
+        from .text.redaction import set_identity_key
 
         post_save.connect(on_user_or_team_saved, sender=get_user_model(), dispatch_uid="su-team")
         post_save.connect(on_user_or_team_saved, sender=Team, dispatch_uid="su-team-team")
+        # Every process must hash identifiers alike (the redaction of an identifier that
+        # holds a secret): the key comes from settings.
+        configured = settings.SESSIONHUB.get("IDENTITY_KEY") or ""
+        key = configured or "sessionhub-identity:" + settings.SECRET_KEY
+        set_identity_key(hashlib.sha256(key.encode()).digest())

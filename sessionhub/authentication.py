@@ -101,6 +101,12 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         if header[0].lower() != self.keyword.lower().encode():
+            if any(word.startswith(TOKEN_PREFIX.encode()) for word in header):
+                # The commonest slip: the token alone, as if the header took it bare.
+                raise exceptions.AuthenticationFailed(
+                    "The Authorization header needs 'Bearer ' before the token: "
+                    "'Authorization: Bearer shub_...'"
+                )
             return None
         if len(header) != 2:
             raise exceptions.AuthenticationFailed("Malformed Authorization header")
@@ -115,9 +121,14 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if token is None:
             token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
             if token is None or not token.matches(raw):
+                if token is not None:
+                    # A token of ours with a wrong secret: its refusal is counted against
+                    # it (sessionhub.refusals); an unknown prefix is nobody's.
+                    request._refused_token_prefix = prefix  # type: ignore[attr-defined]
                 raise exceptions.AuthenticationFailed("Invalid token")
             _remember(raw, token)
         if not token.is_active:
+            request._refused_token_prefix = token.prefix  # type: ignore[attr-defined]
             raise exceptions.AuthenticationFailed("Token revoked")
         self._touch(token)
         return TokenUser(token), token
@@ -133,6 +144,16 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
         if token.last_used_at is None or now - token.last_used_at > resolution:
             ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
             token.last_used_at = now
+
+
+def token_event_seen(token: ApiToken) -> None:
+    """Record that a token's events were stored, at most once per resolution window (the
+    token object is this process's cached one, so a busy token writes once a minute)."""
+    now = timezone.now()
+    resolution = settings.SESSIONHUB["TOKEN_LAST_USED_RESOLUTION"]
+    if token.last_event_at is None or now - token.last_event_at > resolution:
+        ApiToken.objects.filter(pk=token.pk).update(last_event_at=now)
+        token.last_event_at = now
 
 
 def caller(request: Request) -> TokenUser:

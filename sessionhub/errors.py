@@ -11,20 +11,29 @@ import logging
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured, PermissionDenied, RequestDataTooBig
+from django.core.exceptions import (
+    DisallowedHost,
+    ImproperlyConfigured,
+    PermissionDenied,
+    RequestDataTooBig,
+    SuspiciousOperation,
+)
 from django.db import DatabaseError, DataError, InterfaceError, OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views.defaults import bad_request as django_bad_request
 from django.views.defaults import page_not_found
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from .exceptions import ApiError
+from .refusals import refusal_note
 
 logger = logging.getLogger(__name__)
 
 
-class ApiErrorSerializer(serializers.Serializer):
+class ApiErrorSerializer(serializers.Serializer[Any]):
     """The one error shape, as the OpenAPI schema publishes it (component ``ApiError``)."""
 
     message = serializers.CharField()
@@ -62,6 +71,10 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
+    if response.status_code in (401, 403):
+        request = context.get("request")
+        if request is not None:
+            refusal_note(request, response.status_code)
     response.data = _drf_error_body(exc)
     return response
 
@@ -123,8 +136,33 @@ def not_found(request: HttpRequest, exception: Exception | None = None) -> HttpR
     """``handler404``: a URL no route matches answers in the one error shape under /api/
     (a gateway must never have to parse an HTML page), and as Django's page elsewhere."""
     if request.path.startswith("/api/"):
+        path = request.path
+        if path.endswith("/") and len(path) > len("/api/"):
+            # The API's paths have no trailing slash: say so rather than a bare 404.
+            bare = path.rstrip("/")
+            try:
+                routed = resolve(bare).url_name != "api-not-found"
+            except Resolver404:
+                routed = False
+            if routed:
+                body = error_body(
+                    f"No such resource; the API's paths end without a slash: {bare}",
+                    "not_found",
+                    {"path": bare},
+                )
+                return JsonResponse(body, status=status.HTTP_404_NOT_FOUND)
         return json_error("No such resource", "not_found", status.HTTP_404_NOT_FOUND)
     return page_not_found(request, exception or Http404())
+
+
+def bad_request(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """``handler400``: what Django refuses before any view runs (a ``Host`` outside
+    ``ALLOWED_HOSTS``, too many fields) answers in the one error shape under /api/."""
+    if request.path.startswith("/api/"):
+        if isinstance(exception, DisallowedHost):
+            return json_error("Host not allowed", "disallowed_host", status.HTTP_400_BAD_REQUEST)
+        return json_error("Bad request", "bad_request", status.HTTP_400_BAD_REQUEST)
+    return django_bad_request(request, exception or SuspiciousOperation())
 
 
 # Statuses any API operation can answer, on top of what each view documents itself.

@@ -86,10 +86,19 @@ class ApiToken(models.Model):
     )
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
+    last_event_at = models.DateTimeField(
+        null=True, blank=True, help_text="When an event it sent was last stored (to the minute)"
+    )
+    refused_count = models.PositiveIntegerField(
+        default=0, help_text="Requests refused for this token (401, 403)"
+    )
+    last_refused_at = models.DateTimeField(null=True, blank=True)
+    last_refused_status = models.PositiveSmallIntegerField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
+        verbose_name = "API token"
 
     def __str__(self) -> str:
         return f"{self.name} ({self.prefix}…)"

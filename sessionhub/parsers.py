@@ -105,7 +105,7 @@ def _scalar_clean(value: Any, *, floats: bool, unicode_checked: bool) -> bool:
     if kind is str:
         return "\x00" not in value and (unicode_checked or _utf8_ok(value))
     if kind is int:
-        return INT64_MIN <= value <= INT64_MAX
+        return bool(INT64_MIN <= value <= INT64_MAX)
     if kind is float:
         return floats and math.isfinite(value)
     return value is None or kind is bool

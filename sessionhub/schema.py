@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 
 
-class ApiTokenScheme(OpenApiAuthenticationExtension):
+class ApiTokenScheme(OpenApiAuthenticationExtension):  # type: ignore[no-untyped-call, unused-ignore]
     target_class = "sessionhub.authentication.ApiTokenAuthentication"
     name = "ApiToken"
 

@@ -18,6 +18,51 @@ from django.core.exceptions import ImproperlyConfigured
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
+
+# List prices, USD per million tokens: [input, output, cache read, cache write].
+DEFAULT_PRICES: dict[str, list[float]] = {
+    "claude-opus-4": [15.0, 75.0, 1.5, 18.75],
+    "claude-sonnet-4": [3.0, 15.0, 0.3, 3.75],
+    "claude-3-7-sonnet": [3.0, 15.0, 0.3, 3.75],
+    "claude-3-5-sonnet": [3.0, 15.0, 0.3, 3.75],
+    "claude-haiku-4": [1.0, 5.0, 0.1, 1.25],
+    "claude-3-5-haiku": [0.8, 4.0, 0.08, 1.0],
+    "gpt-4o-mini": [0.15, 0.6, 0.075, 0.15],
+    "gpt-4o": [2.5, 10.0, 1.25, 2.5],
+    "gpt-4.1": [2.0, 8.0, 0.5, 2.0],
+    "gpt-5": [1.25, 10.0, 0.125, 1.25],
+    "gemini-2.5-pro": [1.25, 10.0, 0.31, 1.25],
+    "gemini-2.5-flash": [0.3, 2.5, 0.075, 0.3],
+}
+
+
+def _prices(raw: str) -> dict[str, list[float]]:
+    """The price table: the defaults, with what ``SESSIONHUB_PRICES`` (JSON) adds."""
+    import json
+
+    table = {model: list(prices) for model, prices in DEFAULT_PRICES.items()}
+    if not raw.strip():
+        return table
+    try:
+        extra = json.loads(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"SESSIONHUB_PRICES is not JSON: {exc}") from exc
+    if not isinstance(extra, dict):
+        raise ImproperlyConfigured("SESSIONHUB_PRICES must be a JSON object")
+    for model, prices in extra.items():
+        if (
+            not isinstance(prices, list)
+            or len(prices) != 4
+            or not all(isinstance(p, (int, float)) and p >= 0 for p in prices)
+        ):
+            raise ImproperlyConfigured(
+                f"SESSIONHUB_PRICES[{model!r}] must be [input, output, cache read, cache "
+                "write] in USD per million tokens"
+            )
+        table[str(model).lower()] = [float(p) for p in prices]
+    return table
+
+
 # A local .env file is optional; real deployments set the environment directly.
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
@@ -58,8 +103,6 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "sessionhub.middleware.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    # An ordinary ingest request is answered here; the rest of the stack is for the others.
-    "lifecycle.fast_path.IngestFastPathMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -293,9 +336,6 @@ SESSIONHUB = {
     # prepared once per database connection. Off for a pooler in transaction mode that
     # does not keep prepared statements (PgBouncer before 1.21, or max_prepared_statements 0).
     "PREPARED_STATEMENTS": env.bool("SESSIONHUB_PREPARED_STATEMENTS", default=True),
-    # An ordinary ingest request takes a short way past the rest of the middleware and
-    # DRF's plumbing (lifecycle/fast_path.py): the same checks and answers, less CPU.
-    "INGEST_FAST_PATH": env.bool("SESSIONHUB_INGEST_FAST_PATH", default=True),
     "RETRY_AFTER_SECONDS": env.int("SESSIONHUB_RETRY_AFTER_SECONDS", default=5),
     # The key of the hashes that keep identifiers holding a secret apart (agent ids,
     # session ids, event ids, JSON keys). Empty: derived from SECRET_KEY. Changing it
@@ -320,12 +360,18 @@ SESSIONHUB = {
     "EMBEDDED_SWEEP_SECONDS": env.int("SESSIONHUB_EMBEDDED_SWEEP_SECONDS", default=60),
     "CLEAR_LINK_WINDOW": timedelta(minutes=10),
     "TOKEN_LAST_USED_RESOLUTION": timedelta(minutes=1),
+    # An agent's "last seen" moves with its events, written at most this often.
+    "AGENT_LAST_SEEN_RESOLUTION": timedelta(minutes=1),
     "TOKEN_CACHE_SECONDS": env.int("SESSIONHUB_TOKEN_CACHE_SECONDS", default=5),
     # memory
     "TAIL_TOKENS": env.int("SESSIONHUB_TAIL_TOKENS", default=100),
     "MAX_ACTIVE_PINS": env.int("SESSIONHUB_MAX_ACTIVE_PINS", default=10),
     # An OpenAI-compatible chat endpoint for summaries (OpenAI, Ollama, vLLM, LiteLLM...);
     # without one, summaries are extractive.
+    # What tokens cost, for the overview's estimate: USD per million tokens as [input,
+    # output, cache read, cache write], by model name prefix (the longest matching one).
+    # SESSIONHUB_PRICES (JSON of the same shape) adds models or replaces these.
+    "PRICES": _prices(env.str("SESSIONHUB_PRICES", default="")),
     "LLM": {
         "URL": env.str("SESSIONHUB_LLM_URL", default=""),
         "MODEL": env.str("SESSIONHUB_LLM_MODEL", default=""),

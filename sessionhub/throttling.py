@@ -43,7 +43,7 @@ _redis_clients: dict[str, Any] = {}
 
 
 def _redis_url() -> str:
-    return settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL
+    return str(settings.CACHES["default"].get("LOCATION") or settings.REDIS_URL)
 
 
 def _count(key: str, ttl: int, step: int = 1) -> int:

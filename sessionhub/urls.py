@@ -2,20 +2,23 @@
 admin, health."""
 
 from django.contrib import admin
-from django.urls import include, path, re_path
+from django.urls import URLPattern, URLResolver, include, path, re_path
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
+from .apis import WhoAmIApi
 from .errors import not_found
 from .health import healthz
 
-api_v1 = [
+api_v1: list[URLPattern | URLResolver] = [
+    path("whoami", WhoAmIApi.as_view(), name="whoami"),
     path("", include("lifecycle.urls")),
     path("", include("memory.urls")),
 ]
 
 # Under /api/ an unrouted path answers in the API's error shape, not as an HTML page.
 handler404 = "sessionhub.errors.not_found"
+handler400 = "sessionhub.errors.bad_request"
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),

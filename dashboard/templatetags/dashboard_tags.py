@@ -9,6 +9,8 @@ from typing import Any
 from django import template
 from django.utils import timezone
 
+from dashboard import costs
+
 register = template.Library()
 
 
@@ -84,3 +86,24 @@ def pretty_json(value: Any) -> str:
 def mcp_arguments(value: Any) -> str:
     """A tool call's arguments on one line (escaped by the template as usual)."""
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)[:300]
+
+
+@register.filter
+def intcomma_plain(value: Any) -> str:
+    """An integer with thousands separators (1,234,567); anything else as it is."""
+    try:
+        return f"{int(value):,}"
+    except (TypeError, ValueError):
+        return str(value)
+
+
+@register.filter
+def session_cost(session: Any) -> float | None:
+    """A session's estimated cost in USD (its model's prices), None when unpriced."""
+    return costs.cost(
+        session.model or "",
+        input=session.input_tokens,
+        output=session.output_tokens,
+        cache_read=session.cache_read_tokens,
+        cache_write=session.cache_write_tokens,
+    )

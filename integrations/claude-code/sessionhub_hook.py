@@ -212,6 +212,14 @@ PROXY_VARIABLES = (
 
 # Answers that will not get better by sending the same body again.
 PERMANENT_CODES = frozenset({400, 401, 403, 404, 413})
+# A refused token is a configuration problem, not a property of the events: they wait in
+# the spool (bounded, oldest dropped first) until the token works.
+AUTH_CODES = frozenset({401, 403})
+SPOOL_MAX_EVENTS = 10_000
+# The spool is counted (to keep it bounded) only once it holds this many bytes per event
+# allowed (no event's line is shorter): a spool of a few waiting events costs no read.
+SPOOL_LINE_MIN_BYTES = 100
+WHOAMI_PATH = "/api/v1/whoami"
 
 TRANSCRIPT_EVENTS = frozenset({"Stop", "SubagentStop", "SessionEnd"})
 # Events on which the client looks for the earlier session the transcript continues (a
@@ -293,6 +301,9 @@ class Config:
         self.timeout = _parse_timeout(env.get("SESSIONHUB_TIMEOUT"), data.get("timeout"))
         spool = env.get("SESSIONHUB_SPOOL") or _str(data.get("spool_path"))
         self.spool_path = os.path.expanduser(spool or os.path.join(home, "spool.jsonl"))
+        self.spool_max = _parse_count(
+            env.get("SESSIONHUB_SPOOL_MAX_EVENTS"), data.get("spool_max_events"), SPOOL_MAX_EVENTS
+        )
 
     def _read_file(self) -> dict:
         """Load the JSON config file; a missing or broken file counts as empty."""
@@ -329,6 +340,18 @@ class Config:
 def _str(value: object) -> str:
     """Return value if it is a string, else an empty string."""
     return value if isinstance(value, str) else ""
+
+
+def _parse_count(env_value: object, file_value: object, default: int) -> int:
+    """A positive count from the environment or the config file, else the default."""
+    for value in (env_value, file_value):
+        try:
+            number = int(str(value).strip()) if value not in (None, "") else 0
+        except ValueError:
+            continue
+        if number > 0:
+            return number
+    return default
 
 
 def _clean_base_url(url: str) -> str:
@@ -681,8 +704,9 @@ class Spool:
     in time an event goes to a ``.pending-*`` side file that the next flush merges in.
     """
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, max_events: int = SPOOL_MAX_EVENTS) -> None:
         self.path = path
+        self.max_events = max_events
         self.lock_path = path + ".lock"
         self.flush_lock_path = path + ".flush.lock"
         self.pending_prefix = os.path.basename(path) + ".pending-"
@@ -725,6 +749,7 @@ class Spool:
         if lock.acquire(time.monotonic() + max(deadline.remaining(), 0.0)):
             try:
                 _append_bytes(self.path, data)
+                self._bound()
             finally:
                 lock.release()
             return
@@ -744,6 +769,27 @@ class Spool:
             return _read_spool_lines(self.path)
         finally:
             lock.release()
+
+    def _bound(self) -> None:
+        """Keep at most ``max_events`` lines, dropping the oldest (call with the content
+        lock held). Only a large spool is read: events pile up only while the server is
+        away or refuses the token."""
+        try:
+            if os.path.getsize(self.path) <= self.max_events * SPOOL_LINE_MIN_BYTES:
+                return
+            with open(self.path, "rb") as handle:
+                lines = [line for line in handle.read().splitlines() if line.strip()]
+        except OSError:
+            return
+        dropped = len(lines) - self.max_events
+        if dropped <= 0:
+            return
+        tmp = f"{self.path}.tmp-{os.getpid()}"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(b"".join(line + b"\n" for line in lines[dropped:]))
+        os.replace(tmp, self.path)
+        log(f"spool over capacity ({self.max_events} events): dropped the {dropped} oldest")
 
     def _merge_pending(self) -> None:
         """Move side files into the spool (call with the content lock held)."""
@@ -1109,6 +1155,57 @@ def transcript_turn_state(path: str) -> dict | None:
     return None
 
 
+USAGE_FIELDS = (
+    ("input_tokens", "input"),
+    ("output_tokens", "output"),
+    ("cache_read_input_tokens", "cache_read"),
+    ("cache_creation_input_tokens", "cache_write"),
+)
+
+
+def transcript_turn_usage(path: str) -> dict | None:
+    """The tokens the main conversation's last turn used: the ``usage`` of each assistant
+    message since the user's last prompt, summed (input, output, cache reads and writes)
+    with the model. Claude Code writes one line per content block of a message, each with
+    the message's usage so far: the last line of each message id counts, once."""
+    by_message: dict = {}
+    model = ""
+    for record in _records_from_the_end(path):
+        if record.get("isSidechain"):
+            continue
+        message = record.get("message")
+        if not isinstance(message, dict):
+            continue
+        if record.get("type") == "user":
+            content = message.get("content")
+            if isinstance(content, str) and content.strip():
+                break  # the prompt that opened the turn
+            if isinstance(content, list) and any(
+                isinstance(b, dict) and b.get("type") == "text" for b in content
+            ):
+                break
+            continue
+        usage = message.get("usage")
+        if not isinstance(usage, dict) or message.get("model") == "<synthetic>":
+            continue
+        key = message.get("id") or id(record)
+        if key not in by_message:  # newest first: the first line met is the message's last
+            by_message[key] = usage
+            model = model or str(message.get("model") or "")
+    if not by_message:
+        return None
+    total: dict = {name: 0 for _, name in USAGE_FIELDS}
+    for usage in by_message.values():
+        for field, name in USAGE_FIELDS:
+            value = usage.get(field)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                total[name] += value
+    total["messages"] = len(by_message)
+    if model:
+        total["model"] = model[:200]
+    return total
+
+
 def _records_from_the_end(path: str) -> Iterator[dict]:
     """The user and assistant records of the transcript's last TRANSCRIPT_WINDOW bytes,
     newest first, each parsed only when asked for (the caller stops at the first that
@@ -1357,6 +1454,10 @@ def build_event(
             turn = transcript_turn_state(path)
             if turn:
                 meta["turn"] = turn
+        if path and name == "Stop":
+            usage = transcript_turn_usage(path)
+            if usage:
+                meta["usage"] = usage
     if name == "StopFailure":
         # Named by the failed message, so that the copy SessionEnd sends (Claude Code
         # may kill this hook first) is the same event.
@@ -1381,6 +1482,9 @@ def _base_meta(hook: dict, deadline: Deadline, queued: str) -> dict:
         }
     else:
         meta = {"event_id": _uuid4(), "occurred_at": _utc_now()}
+    developer = os_developer()
+    if developer:
+        meta["developer"] = developer
     cwd = hook.get("cwd")
     if isinstance(cwd, str) and cwd:
         try:
@@ -1391,6 +1495,31 @@ def _base_meta(hook: dict, deadline: Deadline, queued: str) -> dict:
         if remote:
             meta["git_remote"] = remote
     return meta
+
+
+def os_developer() -> str:
+    """Who runs the agent, as ``user@host`` (the OS user and the machine): SessionHub
+    shows sessions per developer by it. ``SESSIONHUB_DEVELOPER`` overrides; set it empty
+    ("-") to send nothing."""
+    chosen = os.environ.get("SESSIONHUB_DEVELOPER", "").strip()
+    if chosen:
+        return "" if chosen == "-" else chosen[:200]
+    user = os.environ.get("USER") or os.environ.get("LOGNAME") or os.environ.get("USERNAME")
+    if not user:
+        try:
+            import pwd
+
+            user = pwd.getpwuid(os.getuid()).pw_name
+        except (ImportError, KeyError, OSError, AttributeError):
+            user = ""
+    try:
+        host = os.uname().nodename
+    except AttributeError:  # Windows
+        host = os.environ.get("COMPUTERNAME", "")
+    host = host.split(".")[0]
+    if not user:
+        return ""
+    return f"{user}@{host}"[:200] if host else user[:200]
 
 
 def _failed_turn(hook: dict) -> dict | None:
@@ -1630,13 +1759,17 @@ def _send_batch(
         log(f"spool: dropping event {batch[0][0]} refused for good: {reply.describe()}")
         done.add(batch[0][0])
         return "ok"
-    # 401/403/404/redirect/bad URL: a configuration problem. Keep the spool for later.
+    if reply.code in AUTH_CODES:
+        log(f"spool flush refused, token not accepted, events kept: {reply.describe()}")
+        return "auth"
+    # 404/redirect/bad URL: a configuration problem. Keep the spool for later.
     log(f"spool flush refused, events kept: {reply.describe()}")
     return "stop"
 
 
 def flush_spool(cfg: Config, spool: Spool, deadline: Deadline) -> str:
-    """Send waiting events in order; returns empty, busy, ok, transient or stop."""
+    """Send waiting events in order; returns empty, busy, ok, transient, auth (the token
+    was refused) or stop."""
     if not spool.has_events():
         return "empty"
     flush_lock = FileLock(spool.flush_lock_path)
@@ -1727,7 +1860,7 @@ def drain(cfg: Config, linger: float = SENDER_LINGER) -> None:
     if not lock.acquire(None):
         return
     beat = os.path.join(folder, ".sender")
-    spool = Spool(cfg.spool_path)
+    spool = Spool(cfg.spool_path, cfg.spool_max)
     try:
         idle_since = time.monotonic()
         while True:
@@ -1735,7 +1868,7 @@ def drain(cfg: Config, linger: float = SENDER_LINGER) -> None:
             moved = move_queue(cfg, spool, Deadline(cfg.timeout), wait=1.0)
             if moved or spool.has_events():
                 state = flush_spool(cfg, spool, Deadline(FLUSH_COMMAND_TIMEOUT))
-                if state in ("transient", "stop") and not moved:
+                if state in ("transient", "auth", "stop") and not moved:
                     break  # the server is away: later hooks and ``flush`` retry
             if moved:
                 idle_since = time.monotonic()
@@ -1776,7 +1909,7 @@ def run_hook(
     if gateway != CLAUDE_CODE and cli_event_waits(hook, gateway):
         event = settle_cli_event(hook, event, gateway)
         deadline = Deadline(cfg.timeout)  # the wait was the CLI's work, not the network's
-    spool = Spool(cfg.spool_path)
+    spool = Spool(cfg.spool_path, cfg.spool_max)
     name = _event_name(hook) or "event"
     event_id = event["sessionhub"]["event_id"]
     events = [event]
@@ -1788,10 +1921,21 @@ def run_hook(
 
     move_queue(cfg, spool, deadline, wait=0.2)  # the turn's tool uses go before it
     state = flush_spool(cfg, spool, deadline)
-    if state == "transient":
-        spool.append(events, deadline)  # the server is away: do not wait for it twice
+    if state in ("transient", "auth"):
+        # The server is away, or refuses the token the spool was just sent with: do not
+        # ask it twice; the events wait behind the spooled ones.
+        if state == "auth":
+            log(f"{name} {event_id} kept in the spool: the token is refused")
+        spool.append(events, deadline)
         return
-    body = events[0] if len(events) == 1 else events
+    sent, posted = events, event
+    if name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit"):
+        # The answer to this post is read (a manual continue may wait in it); the spooled
+        # copy, sent later by whoever flushes, says nothing of the kind.
+        marked = dict(event)
+        marked["sessionhub"] = {**event["sessionhub"], "reads_context": True}
+        sent, posted = [marked if item is event else item for item in events], marked
+    body = sent[0] if len(sent) == 1 else sent
     url = cfg.hooks_url_for(gateway)
     reply = post_json(url, cfg.token, json.dumps(body).encode("utf-8"), deadline)
     if reply.kind == "transient":
@@ -1800,13 +1944,38 @@ def run_hook(
         # A slow answer is not an absent server: the continuity request carries the event
         # and starts the session itself when the spooled start has not landed.
         if reply.code == 0 and deadline.net_remaining() > 0.3:
-            _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
+            _maybe_print_preamble(cfg, hook, posted, out, deadline, gateway)
+        return
+    if reply.kind == "permanent" and reply.code in AUTH_CODES:
+        log(
+            f"{name} {event_id} kept in the spool, token refused: {reply.describe()}; "
+            "fix SESSIONHUB_TOKEN (`sessionhub-hook status` checks it), the next hook "
+            "or `sessionhub-hook flush` sends what waits"
+        )
+        spool.append(events, deadline)
         return
     if reply.kind == "permanent":
         log(f"{name} {event_id} not accepted, not retried: {reply.describe()}")
         return
     _note_results(reply, name)
-    _maybe_print_preamble(cfg, hook, event, out, deadline, gateway)
+    _maybe_print_preamble(cfg, hook, posted, out, deadline, gateway, _waiting(reply, hook))
+
+
+def _waiting(reply: Reply, hook: dict) -> list[str]:
+    """The preambles the answer to a prompt hands over for this session: a manual
+    continue an admin made while the session ran (delivered once, at its next prompt)."""
+    entries = reply.data.get("continuity") if isinstance(reply.data, dict) else None
+    if not isinstance(entries, list):
+        return []
+    found = []
+    for entry in entries:
+        if not isinstance(entry, dict):
+            continue
+        preamble = entry.get("preamble")
+        if isinstance(preamble, str) and preamble.strip():
+            found.append(preamble)
+            log(f"manual continue delivered to {hook.get('session_id')}: {entry.get('record_ids')}")
+    return found
 
 
 def _maybe_print_preamble(
@@ -1816,30 +1985,40 @@ def _maybe_print_preamble(
     out: TextIO,
     deadline: Deadline,
     gateway: str = CLAUDE_CODE,
+    waiting: list[str] | None = None,
 ) -> None:
-    """Continuity at the two moments it is asked for: a project-level preamble at
-    SessionStart, and at the session's first prompt a preamble chosen by relevance."""
+    """Continuity at the moments it is handed over: a project-level preamble at
+    SessionStart, at the session's first prompt a preamble chosen by relevance, and at any
+    prompt a manual continue waiting for the session (``waiting``); printed as one
+    answer."""
     name = _event_name(hook)
     at_start = name == "SessionStart" and str(hook.get("source")) not in NO_PREAMBLE_SOURCES
     at_prompt = name == PROMPT_HOOKS.get(gateway, "UserPromptSubmit")
+    texts = list(waiting or [])
     if at_start or (at_prompt and _first_prompt(hook)):
-        _print_preamble(cfg, hook, out, deadline, event, gateway)
+        preamble = _ask_preamble(cfg, hook, deadline, event, gateway)
+        if preamble:
+            texts.insert(0, preamble)
+    if texts:
+        context = {"hookEventName": name or "SessionStart", "additionalContext": "\n\n".join(texts)}
+        out.write(json.dumps({"hookSpecificOutput": context}) + "\n")
+        out.flush()
 
 
-def _print_preamble(
+def _ask_preamble(
     cfg: Config,
     hook: dict,
-    out: TextIO,
     deadline: Deadline,
     event: dict | None = None,
     gateway: str = CLAUDE_CODE,
-) -> None:
-    """Ask for the continuity preamble and print it the way the hook adds context
+) -> str:
+    """Ask for the continuity preamble, to be added the way the hook adds context
     (``hookSpecificOutput.additionalContext`` of SessionStart or of the prompt's hook:
-    Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's BeforeAgent)."""
+    Claude Code's and Codex CLI's UserPromptSubmit, Gemini CLI's BeforeAgent); empty when
+    there is none."""
     session_id = hook.get("session_id")
     if not isinstance(session_id, str) or not session_id:
-        return
+        return ""
     name = _event_name(hook)
     request: dict = {"source": gateway, "session_id": session_id}
     if event is not None:
@@ -1851,14 +2030,11 @@ def _print_preamble(
     reply = post_json(cfg.continuity_url, cfg.token, body, deadline)
     if reply.kind != "ok":
         log(f"continuity for {session_id} unavailable: {reply.describe()}")
-        return
+        return ""
     preamble = reply.data.get("preamble") if isinstance(reply.data, dict) else None
     if not isinstance(preamble, str) or not preamble.strip():
-        return
-    context = {"hookEventName": name or "SessionStart", "additionalContext": preamble}
-    output = {"hookSpecificOutput": context}
-    out.write(json.dumps(output) + "\n")
-    out.flush()
+        return ""
+    return preamble
 
 
 FIRST_PROMPT_MARKERS_KEPT = 14 * 86400  # seconds
@@ -2852,18 +3028,46 @@ def cmd_uninstall(args: argparse.Namespace, out: TextIO) -> None:
         out.write(f"{'updated' if changed else 'unchanged'}: {mcp_path}\n")
 
 
+def server_check(cfg: Config, deadline: Deadline) -> str:
+    """Ask the server who the token is (``whoami``): one line saying whether it works."""
+    if not cfg.configured:
+        return "not asked: set SESSIONHUB_URL and SESSIONHUB_TOKEN"
+    reply = post_json(cfg.url + WHOAMI_PATH, cfg.token, b"{}", deadline)
+    data = reply.data if isinstance(reply.data, dict) else {}
+    if reply.kind == "ok":
+        scopes = ", ".join(str(s) for s in data.get("scopes") or [])
+        works = "ok" if "ingest" in scopes or "admin" in scopes else "WARNING: no ingest scope"
+        return f"{works}: token {data.get('token')!s} ({scopes}) of team {data.get('team')!s}" + (
+            f" [{data.get('team_name')}]" if data.get("team_name") else ""
+        )
+    if reply.code in AUTH_CODES:
+        message = data.get("message") or reply.describe()
+        return (
+            f"TOKEN REFUSED (HTTP {reply.code}: {message}); events are kept in the spool "
+            "until the token works"
+        )
+    if reply.code == 404:
+        return f"no SessionHub answers at {cfg.url} (HTTP 404): check SESSIONHUB_URL"
+    if reply.code:
+        return f"answered with an error: {reply.describe()}; events wait in the spool"
+    return f"not reachable: {reply.describe()}"
+
+
 def cmd_status(out: TextIO) -> None:
-    """Print the configuration (never the token) and the spool size."""
+    """Print the configuration (never the token), whether the server takes the token,
+    and the spool size."""
     cfg = Config()
-    spool = Spool(cfg.spool_path)
+    spool = Spool(cfg.spool_path, cfg.spool_max)
     lines = [
         f"sessionhub-hook {VERSION}",
         f"url:     {cfg.url or '(not set)'}" + (f" [{cfg.url_source}]" if cfg.url else ""),
         f"token:   {'set' if cfg.token else 'not set'}"
         + (f" [{cfg.token_source}]" if cfg.token else ""),
         f"config:  {cfg.config_path}" + ("" if os.path.exists(cfg.config_path) else " (absent)"),
+        f"server:  {server_check(cfg, Deadline(max(cfg.timeout, 5.0)))}",
         f"timeout: {cfg.timeout:g} s",
-        f"spool:   {cfg.spool_path} ({spool.count()} event(s) waiting)",
+        f"spool:   {cfg.spool_path} ({spool.count()} event(s) waiting, "
+        f"at most {cfg.spool_max} kept)",
         f"queue:   {queue_dir()} ({len(_queued_files(queue_dir()))} hook(s) not yet spooled)",
         f"log:     {cfg.log_path}",
     ]
@@ -2893,7 +3097,7 @@ def cmd_flush(out: TextIO) -> None:
     if not cfg.configured:
         out.write("not configured: set SESSIONHUB_URL and SESSIONHUB_TOKEN\n")
         return
-    spool = Spool(cfg.spool_path)
+    spool = Spool(cfg.spool_path, cfg.spool_max)
     deadline = Deadline(max(cfg.timeout, FLUSH_COMMAND_TIMEOUT))
     while move_queue(cfg, spool, deadline, wait=1.0):  # queued hooks first, oldest first
         pass
@@ -2905,6 +3109,8 @@ def cmd_flush(out: TextIO) -> None:
     message = {
         "busy": "another process is sending the spool; try again in a moment",
         "transient": "the server is not reachable right now; events kept",
+        "auth": "the server refused the token; events kept until it works "
+        "(check it with `sessionhub-hook status`)",
         "stop": "the server refused the batch (see the log); events kept",
     }.get(state, "done")
     out.write(f"sent {max(before - after, 0)}, waiting {after}: {message}\n")

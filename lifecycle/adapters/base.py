@@ -48,6 +48,8 @@ class NormalizedEvent:
     channel: str = ""
     cwd: str = ""
     project: str = ""
+    # Who ran the session: the OS user@host the client reports, else the token's gateway.
+    developer: str = ""
     facts: dict[str, Any] = field(default_factory=dict)
     payload: dict[str, Any] = field(default_factory=dict)
 
@@ -128,6 +130,29 @@ def opt_count(value: Any, name: str) -> int | None:
     if not 0 <= value < 2**31:
         raise EventInvalid(name, "out of range", "out_of_range")
     return value
+
+
+USAGE_KEYS = ("input", "output", "cache_read", "cache_write")
+_USAGE_MAX = 2**40  # far past any turn; keeps a sum within a bigint
+
+
+def usage_facts(value: Any) -> dict[str, Any] | None:
+    """A turn's token usage as the clients send it (``input``, ``output``, ``cache_read``,
+    ``cache_write``, ``model``): counts that are not plain non-negative integers are
+    left out, never a reason to refuse the event; None when nothing is left."""
+    if not isinstance(value, dict):
+        return None
+    usage: dict[str, Any] = {}
+    for key in USAGE_KEYS:
+        count = value.get(key)
+        if type(count) is int and 0 <= count < _USAGE_MAX:
+            usage[key] = count
+    if not usage:
+        return None
+    model = value.get("model")
+    if isinstance(model, str) and model.strip():
+        usage["model"] = model.strip()[:200]
+    return usage
 
 
 def check_time(moment: datetime, name: str, now: datetime) -> datetime:

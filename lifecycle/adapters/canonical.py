@@ -25,6 +25,7 @@ from .base import (
     parse_iso_time,
     require_dict,
     shown,
+    usage_facts,
 )
 
 KNOWN_FIELDS = {
@@ -51,6 +52,8 @@ KNOWN_FIELDS = {
     "phase",
     "message_count",
     "token_count",
+    "usage",
+    "developer",
     "payload",
 }
 _SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW, Source.CODEX, Source.GEMINI_CLI}
@@ -113,6 +116,7 @@ def adapt(body: Any, *, now: datetime) -> NormalizedEvent:
         channel=opt_str(body, "channel", "channel", max_length=100),
         cwd=cwd,
         project=project or cwd,
+        developer=opt_str(body, "developer", "developer", max_length=200),
         facts=facts,
         payload=payload,
     )
@@ -143,6 +147,9 @@ def _facts(body: dict[str, Any], kind: str, source: str) -> dict[str, Any]:
     final_message = opt_str(body, "final_message", "final_message", max_length=10**6)
     reasoning = opt_str(body, "reasoning", "reasoning", max_length=10**6)
     if kind == EventKind.TURN_END:
+        usage = usage_facts(body.get("usage"))
+        if usage is not None:
+            facts["usage"] = usage
         tagged, visible = reasoning_from_text(final_message)
         facts["final_message"] = visible
         facts["reasoning"] = reasoning or tagged

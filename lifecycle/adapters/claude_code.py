@@ -30,6 +30,7 @@ from .base import (
     parse_iso_time,
     require_dict,
     shown,
+    usage_facts,
 )
 
 _START_SOURCES = {"startup", "clear", "fork"}
@@ -88,8 +89,19 @@ def agent_identity(
     project = normalize_git_remote(shown(git_remote)) or shown(cwd)
     label = shown(gateway)
     external_id = keyed_form(f"{gateway}:{identity}", f"{label}:{project}", limit=_AGENT_ID_LENGTH)
-    name = f"{project.rstrip('/').rsplit('/', 1)[-1] or fallback} ({label})"
+    # Named as the project reads: the token's gateway is part of the identity, not the name
+    # (the dashboard tells two agents of one project apart by their developer).
+    name = project.rstrip("/").rsplit("/", 1)[-1] or fallback
     return external_id, name, project
+
+
+def developer_of(extra: dict[str, Any], gateway: str) -> str:
+    """Who ran the session: the OS ``user@host`` the client reports, else the token's
+    gateway label (a word of the wrong type counts as none)."""
+    reported = extra.get("developer")
+    if isinstance(reported, str) and reported.strip():
+        return reported.strip()[:200]
+    return shown(gateway)[:200]
 
 
 def _injected(prompt: Any) -> bool:
@@ -156,6 +168,7 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         channel="cli",
         cwd=cwd,
         project=project,
+        developer=developer_of(extra, gateway),
         facts=facts,
         payload=raw,
     )
@@ -251,6 +264,9 @@ def _turn_facts(
             facts["reasoning"] = reasoning or tagged
     if kind == EventKind.TURN_END:
         facts["subagent"] = hook == "SubagentStop"
+        usage = usage_facts(extra.get("usage"))
+        if usage is not None and hook == "Stop":
+            facts["usage"] = usage
         # Claude Code's Stop closes a turn the user may never follow up: the session's
         # memory is distilled there, not only at its end.
         facts["summarize"] = True

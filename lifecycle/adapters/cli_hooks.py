@@ -30,7 +30,7 @@ from .base import (
     parse_iso_time,
     require_dict,
 )
-from .claude_code import agent_identity
+from .claude_code import agent_identity, developer_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +47,7 @@ class HookCall:
     project: str
     extra: dict[str, Any]
     body: dict[str, Any]
+    developer: str = ""
 
     def event(
         self,
@@ -70,6 +71,7 @@ class HookCall:
             channel="cli",
             cwd=self.cwd,
             project=self.project,
+            developer=self.developer,
             facts=facts,
             payload=self.body if payload is None else payload,
         )
@@ -122,6 +124,7 @@ def read(
         project=project,
         extra=extra,
         body=raw,
+        developer=developer_of(extra, gateway),
     )
 
 

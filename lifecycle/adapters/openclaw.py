@@ -22,6 +22,7 @@ What OpenClaw 2026.9 does that SessionHub's model does not, said here as plain f
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +42,7 @@ from .base import (
     parse_epoch_ms,
     require_dict,
     shown,
+    usage_facts,
 )
 
 SUSPEND_REASONS = {"shutdown", "restart"}
@@ -88,7 +90,9 @@ def agent_identity(agent_id: str, gateway: str, instance: str) -> tuple[str, str
     """(external id, display name) of an OpenClaw agent: every install calls its default
     agent ``main``, so the gateway is part of the identity."""
     where = f"{gateway}/{instance}" if instance else gateway
-    return f"{where}:{agent_id}", f"{agent_id} ({where})"
+    # Named as the agent is in OpenClaw: the gateway is who runs it (the session's
+    # developer), shown beside the name only where two agents share it.
+    return f"{where}:{agent_id}", agent_id
 
 
 def turn_messages(messages: list[Any]) -> list[Any]:
@@ -118,6 +122,15 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
         "messages_in_turn": in_turn if in_turn is not None else len(messages),
         "success": event.get("success") if isinstance(event.get("success"), bool) else None,
     }
+    # The plugin sums the whole turn's usage when it sends only its last messages.
+    told_usage = event.get("turnUsage")
+    usage = (
+        turn_usage([{"role": "assistant", "usage": told_usage, "model": told_usage.get("model")}])
+        if isinstance(told_usage, dict)
+        else turn_usage(messages)
+    )
+    if usage is not None:
+        facts["usage"] = usage
     error = event.get("error")
     if isinstance(error, str) and error:
         facts["error"] = error
@@ -126,6 +139,32 @@ def _compact_agent_end(event: dict[str, Any]) -> tuple[dict[str, Any], dict[str,
     kept = {k: v for k, v in event.items() if k != "messages"}
     kept["messages"] = {"count": len(messages), "by_role": roles}
     return facts, kept
+
+
+_PI_USAGE = (("input", "input"), ("output", "output"), ("cacheRead", "cache_read"))
+_PI_USAGE_WRITE = ("cacheWrite", "cache_write")
+
+
+def turn_usage(messages: list[Any]) -> dict[str, Any] | None:
+    """The tokens of a turn's assistant messages (pi-ai's ``usage``: input, output,
+    cacheRead, cacheWrite), summed, with the model of the last one."""
+    total: dict[str, Any] = {}
+    model = ""
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "assistant":
+            continue
+        usage = message.get("usage")
+        if not isinstance(usage, dict):
+            continue
+        for key, name in (*_PI_USAGE, _PI_USAGE_WRITE):
+            count = usage.get(key)
+            if type(count) is int and count >= 0:
+                total[name] = total.get(name, 0) + count
+        if isinstance(message.get("model"), str):
+            model = message["model"]
+    if model:
+        total["model"] = model
+    return usage_facts(total)
 
 
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
@@ -185,9 +224,24 @@ def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
         channel=channel,
         cwd=workspace,
         project=workspace,
+        developer=_developer(body, gateway),
         facts=facts,
         payload=payload,
     )
+
+
+_UUID_SHAPED = re.compile(
+    r"\A[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\Z"
+)
+
+
+def _developer(body: dict[str, Any], gateway: str) -> str:
+    """Who runs the agent: the gateway instance's name when it was given one (an id the
+    plugin made up says nothing of a person), else the token's gateway label."""
+    instance = body.get("gateway")
+    if isinstance(instance, str) and instance.strip() and not _UUID_SHAPED.match(instance):
+        return shown(instance.strip())[:200]
+    return shown(gateway)[:200]
 
 
 def _whose(

@@ -21,7 +21,7 @@ from .outbox import enqueue_session_work
 logger = logging.getLogger(__name__)
 
 
-def _advance(session: Session, new_events: list[state.FoldEvent]) -> None:
+def advance(session: Session, new_events: list[state.FoldEvent]) -> None:
     """Apply new events; refold from the log when one lands before the latest seen."""
     new_events.sort(key=lambda e: (e.occurred_at, e.order))
     if session.last_event_at is not None and new_events[0].occurred_at < session.last_event_at:
@@ -75,7 +75,7 @@ def session_close(
         redaction_version=RULES_VERSION,
     )
     was_open = session.is_open
-    _advance(session, [state.FoldEvent(kind=EventKind.SESSION_END, occurred_at=at, facts=facts)])
+    advance(session, [state.FoldEvent(kind=EventKind.SESSION_END, occurred_at=at, facts=facts)])
     if was_open and not session.is_open:
         signals.session_closed.send(Session, session=session, ended_at=session.ended_at)
     session.memory_dirty_at = timezone.now()

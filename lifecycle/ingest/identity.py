@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Case, Q, Value, When
 from django.utils import timezone
 
@@ -17,12 +18,12 @@ from sessionhub.text.redaction import RULES_VERSION
 
 from ..adapters import NormalizedEvent
 from ..models import OPEN_STATUSES, Agent, LifecycleEvent, Session
-from .statements import _sessions_locked
+from .statements import sessions_locked
 
 logger = logging.getLogger(__name__)
 
 
-def _orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
+def orphans_adopt(team: Team, sessions: list[Session]) -> set[Any]:
     """Give new sessions the events that came, by their key alone, before they existed.
 
     One read of which keys have such events (usually none) and, when some do, one UPDATE
@@ -78,6 +79,7 @@ def _agents_resolve(
                     external_id=external_id,
                     name=wanted[(source, external_id)].agent_name[:300],
                     project=wanted[(source, external_id)].project[:500],
+                    developer=wanted[(source, external_id)].developer[:200],
                     last_seen_at=now,
                     redaction_version=RULES_VERSION,
                 )
@@ -92,7 +94,39 @@ def _agents_resolve(
     return found
 
 
-def _sessions_resolve(
+# (team, source, agent external id) → when this process last moved the agent's last_seen_at
+_agents_seen: dict[tuple[int, str, str], float] = {}
+_AGENTS_SEEN_MAX = 10_000
+
+
+def agents_seen(team: Team, events: Iterable[NormalizedEvent], now: datetime) -> None:
+    """Move the agents' ``last_seen_at`` to ``now``: one UPDATE for the agents this process
+    has not moved for ``AGENT_LAST_SEEN_RESOLUTION``, and nothing at all (no query) for the
+    usual request, whose agent it moved a moment ago."""
+    resolution = settings.SESSIONHUB["AGENT_LAST_SEEN_RESOLUTION"]
+    tick = now.timestamp()
+    due = {
+        (team.pk, event.source, event.agent_external_id)
+        for event in events
+        if event.agent_external_id
+        and tick - _agents_seen.get((team.pk, event.source, event.agent_external_id), 0.0)
+        >= resolution.total_seconds()
+    }
+    if not due:
+        return
+    match = Q()
+    for _, source, external_id in due:
+        match |= Q(source=source, external_id=external_id)
+    Agent.objects.filter(match, team=team).filter(
+        Q(last_seen_at__isnull=True) | Q(last_seen_at__lt=now - resolution)
+    ).update(last_seen_at=now)
+    if len(_agents_seen) > _AGENTS_SEEN_MAX:
+        _agents_seen.clear()
+    for key in due:
+        _agents_seen[key] = tick
+
+
+def sessions_resolve(
     team: Team, events: Sequence[NormalizedEvent]
 ) -> tuple[dict[tuple[str, str], Session], list[tuple[str, str]]]:
     """Every session named by id, created when new, locked for this transaction; and
@@ -104,7 +138,7 @@ def _sessions_resolve(
     if not wanted:
         return {}, []
 
-    found = _sessions_locked(team, list(wanted))
+    found = sessions_locked(team, list(wanted))
     _sessions_roll_over(team, events, found)
     missing = [key for key in wanted if key not in found]
     if missing:
@@ -112,7 +146,7 @@ def _sessions_resolve(
         Session.objects.bulk_create(
             [_new_session(team, wanted[key], agents) for key in missing], ignore_conflicts=True
         )
-        found.update(_sessions_locked(team, missing))
+        found.update(sessions_locked(team, missing))
     by_session: dict[tuple[str, str], list[NormalizedEvent]] = defaultdict(list)
     for event in events:
         if event.session_external_id:
@@ -179,6 +213,7 @@ def _new_session(
         channel=event.channel[:100],
         cwd=event.cwd[:1000],
         project=event.project[:500],
+        developer=event.developer[:200],
         redaction_version=RULES_VERSION,
     )
 
@@ -191,12 +226,13 @@ def _fill_blanks(session: Session, events: Iterable[NormalizedEvent]) -> None:
             ("channel", event.channel, 100),
             ("cwd", event.cwd, 1000),
             ("project", event.project, 500),
+            ("developer", event.developer, 200),
         ):
             if value and not getattr(session, name):
                 setattr(session, name, value[:limit])
 
 
-def _sessions_by_key(
+def sessions_by_key(
     team: Team, events: Sequence[NormalizedEvent], sessions: dict[tuple[str, str], Session]
 ) -> dict[tuple[str, str], Session | None]:
     """Sessions for events that carry only a session key: the newest open one with that key."""
@@ -222,7 +258,7 @@ def _sessions_by_key(
     return resolved
 
 
-def _session_of(
+def session_of(
     event: NormalizedEvent,
     sessions: dict[tuple[str, str], Session],
     by_key: dict[tuple[str, str], Session | None],

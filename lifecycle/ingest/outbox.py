@@ -84,3 +84,25 @@ def outbox_sweep(*, now: datetime | None = None, limit: int = 500) -> int:
         .values_list("pk", flat=True)[:limit]
     )
     return enqueue_session_work([str(pk) for pk in ids])
+
+
+def memory_caught_up(session_id: str, *, dirty_mark: datetime | None, cursor: int) -> None:
+    """A memory run has taken in the session's events up to ``cursor``.
+
+    The outbox mark is cleared only if no event came in meanwhile (a newer mark means
+    another run is queued and will see those events); the time of the run paces the next
+    one ingestion queues for a busy session (:func:`settle_delay`)."""
+    Session.objects.filter(pk=session_id, memory_dirty_at=dirty_mark).update(
+        memory_dirty_at=None, memory_cursor=cursor, memory_run_at=timezone.now()
+    )
+    Session.objects.filter(pk=session_id, memory_cursor__lt=cursor).update(memory_cursor=cursor)
+
+
+def memory_waiting(session_id: str) -> str | None:
+    """The status of a session whose events wait for its memory (its outbox mark is
+    set); None when nothing waits."""
+    return (
+        Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
+        .values_list("status", flat=True)
+        .first()
+    )

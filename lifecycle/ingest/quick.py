@@ -17,37 +17,97 @@ The statement checks, under that lock, what makes the event "quiet":
 When any of it does not hold, the statement changes nothing and the general path takes
 the event, so both paths give the same session and the same log (a property test holds
 them to it). PostgreSQL only: embedded mode (SQLite) always takes the general path.
+
+The statement does not restate the state machine: what an event adds to the session's
+counters, and whether it closes a compaction, is read off ``lifecycle.state.apply`` run
+on a probe session (:func:`effect`), and an event the fold would move in any other way
+is not quiet. ``tests/lifecycle/test_one_state_machine.py`` holds the statement's columns
+to what the fold can write, on both database legs.
 """
 
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import orjson
 from django.conf import settings
 from django.db import connection
 from psycopg.types.json import Jsonb
 
+from sessionhub.db.statements import column_of, concrete_fields, server_bound_cursor
 from sessionhub.models import Team
 
 from ..adapters import NormalizedEvent
-from ..models import EventKind, LifecycleEvent, Session, SessionStatus
-from ..state import USER_TRIGGER
+from ..models import USER_TRIGGER, EventKind, LifecycleEvent, Session, SessionStatus
+from ..state import FOLD_FIELDS, FoldEvent, apply
 from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, DUPLICATE
-from .statements import (
-    INSERT_COLUMNS,
-    column_of,
-    concrete_fields,
-    event_row,
-    server_bound_cursor,
-)
+from .statements import INSERT_COLUMNS, event_row
 
 # The kinds that never move an active session: they add to its counters and times only.
 QUIET_KINDS = frozenset(
     {EventKind.PROMPT, EventKind.TOOL_USE, EventKind.NOTIFICATION, EventKind.OTHER}
 )
+
+
+# The session's running counts: what the statement adds to, by the fold's own deltas.
+COUNTERS = (
+    "event_count",
+    "prompt_count",
+    "turn_count",
+    "tool_use_count",
+    "compaction_count",
+    "suspend_count",
+)
+# What the fold writes from an event's facts, whatever its kind (``state._stamp``); the
+# statement writes each of them the same way.
+FACT_FIELDS = ("model", "token_count", "reported_message_count", "trigger")
+# The fold's fields a quiet event may move: its counters, its times, the compaction flag
+# and what its facts say.
+_MAY_MOVE = frozenset({*COUNTERS, "last_event_at", "in_compaction", *FACT_FIELDS})
+_PROBE_AT = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Effect:
+    """What one quiet event does to an active, started session, as the fold says."""
+
+    deltas: dict[str, int]
+    ends_compaction: bool
+
+
+def _probe(in_compaction: bool) -> Session:
+    return Session(
+        status=SessionStatus.ACTIVE,
+        has_start=True,
+        in_compaction=in_compaction,
+        started_at=_PROBE_AT,
+        first_event_at=_PROBE_AT,
+        last_event_at=_PROBE_AT,
+    )
+
+
+@functools.lru_cache(maxsize=256)
+def effect(kind: str, phase: str, subagent: bool) -> Effect | None:
+    """The fold's effect of an event on an active session, or None when the fold would
+    move the session in any way the statement does not write (then it is not quiet)."""
+    after: dict[bool, Session] = {}
+    for flag in (False, True):
+        session = _probe(flag)
+        before = {name: getattr(session, name) for name in FOLD_FIELDS}
+        facts = {"subagent": True} if subagent else {}
+        apply(
+            session,
+            FoldEvent(kind=kind, occurred_at=_PROBE_AT + timedelta(1), phase=phase, facts=facts),
+        )
+        moved = {name for name in FOLD_FIELDS if getattr(session, name) != before[name]}
+        if moved - _MAY_MOVE or (not flag and session.in_compaction):
+            return None  # it would change the session's state, or open a compaction
+        after[flag] = session
+    deltas = {name: getattr(after[False], name) for name in COUNTERS}
+    return Effect(deltas=deltas, ends_compaction=not after[True].in_compaction)
 
 
 def quiet(event: NormalizedEvent) -> bool:
@@ -57,6 +117,7 @@ def quiet(event: NormalizedEvent) -> bool:
         and event.kind in QUIET_KINDS
         and bool(event.session_external_id)
         and not event.facts.get("opens_new_session")
+        and effect(event.kind, event.phase, bool(event.facts.get("subagent"))) is not None
     )
 
 
@@ -70,15 +131,17 @@ def event_store_quiet(
     except TypeError:  # an integer past 64 bits: the general path's VALUES take it
         return None
     facts = event.facts
+    moves = effect(event.kind, event.phase, bool(facts.get("subagent")))
+    if moves is None:
+        return None
     params = {
         "team": team.pk,
         "source": event.source,
         "external_id": event.session_external_id,
         "at": event.occurred_at,
         "rows": Jsonb(document, dumps=bytes),
-        "prompt": int(event.kind == EventKind.PROMPT),
-        "tool": int(event.kind == EventKind.TOOL_USE and event.phase != "pre"),
-        "ends_compaction": event.kind == EventKind.PROMPT,
+        **{f"add_{name}": moves.deltas[name] for name in COUNTERS},
+        "ends_compaction": moves.ends_compaction,
         "model": str(facts.get("model") or "")[:200],
         "token_count": facts.get("token_count"),
         "message_count": facts.get("message_count"),
@@ -87,6 +150,7 @@ def event_store_quiet(
         "channel": event.channel[:100],
         "cwd": event.cwd[:1000],
         "project": event.project[:500],
+        "developer": event.developer[:200],
         "now": received_at,
     }
     with server_bound_cursor(prepared=True) as cursor:
@@ -126,6 +190,10 @@ def _statement() -> str:
     )
     session_column = quote(column_of(concrete_fields(LifecycleEvent, ["session"])[0]))
 
+    counters = ",\n                ".join(
+        f"{quote(name)} = t.{quote(name)} + %(add_{name})s" for name in COUNTERS
+    )
+
     def keep_or_fill(column: str) -> str:
         return f"{column} = CASE WHEN t.{column} = '' THEN %({column})s ELSE t.{column} END"
 
@@ -144,9 +212,7 @@ def _statement() -> str:
             RETURNING {session_column} AS session_id
         ), u AS (
             UPDATE {sessions} AS t SET
-                event_count = t.event_count + 1,
-                prompt_count = t.prompt_count + %(prompt)s,
-                tool_use_count = t.tool_use_count + %(tool)s,
+                {counters},
                 in_compaction = t.in_compaction AND NOT %(ends_compaction)s,
                 last_event_at = %(at)s,
                 model = CASE WHEN %(model)s <> '' THEN %(model)s ELSE t.model END,
@@ -158,6 +224,7 @@ def _statement() -> str:
                 {keep_or_fill("channel")},
                 {keep_or_fill("cwd")},
                 {keep_or_fill("project")},
+                {keep_or_fill("developer")},
                 memory_dirty_at = %(now)s,
                 updated_at = %(now)s
             FROM e WHERE t.id = e.session_id

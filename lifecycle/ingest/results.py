@@ -25,6 +25,8 @@ class EventResult:
     field: str | None = None
     reason: str | None = None
     code: str | None = None
+    # The event's canonical kind (not part of the answer): what the view may add to it.
+    kind: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

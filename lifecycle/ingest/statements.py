@@ -6,18 +6,21 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
-import orjson
-import psycopg
-from django.conf import settings
 from django.db import connection
-from django.db.models import CharField, Field, Model, QuerySet
+from django.db.models import CharField, Field, Model
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
+from sessionhub.db.statements import (
+    column_of,
+    concrete_fields,
+    json_document,
+    model_from_row,
+    server_bound_cursor,
+)
 from sessionhub.models import Team
 from sessionhub.text.redaction import RULES_VERSION
 
@@ -75,20 +78,6 @@ def _session_params(session: Session, fields: Sequence[Any]) -> list[Any]:
         # psycopg adapts every type these columns hold (text, numbers, times, ids) itself.
         return [getattr(session, f.attname) for f in fields]
     return [f.get_db_prep_save(getattr(session, f.attname), connection) for f in fields]
-
-
-def concrete_fields(model: type[Model], names: Iterable[str]) -> list[Field]:
-    """The model's fields of these names, each a column of its table."""
-    fields = [model._meta.get_field(name) for name in names]
-    for field in fields:
-        assert isinstance(field, Field) and field.column, field  # a column, not a relation
-    return cast(list[Field], fields)
-
-
-def column_of(field: Field) -> str:
-    """A concrete field's column name (the stubs allow None, which only relations have)."""
-    assert field.column, field
-    return field.column
 
 
 @functools.cache
@@ -149,7 +138,7 @@ def sessions_write(sessions: Sequence[Session]) -> None:
         )
 
 
-def _column_types(fields: Sequence[Field]) -> list[str]:
+def _column_types(fields: Sequence[Field[Any, Any]]) -> list[str]:
     """The type PostgreSQL should read a value for each field's column as (character
     columns unbounded, so the assignment itself checks the length)."""
     return [
@@ -160,7 +149,7 @@ def _column_types(fields: Sequence[Field]) -> list[str]:
     ]
 
 
-def _assignments_from_v(fields: Sequence[Field]) -> str:
+def _assignments_from_v(fields: Sequence[Field[Any, Any]]) -> str:
     quote = connection.ops.quote_name
     return ", ".join(f"{quote(column_of(f))} = v.{quote(column_of(f))}" for f in fields[1:])
 
@@ -240,59 +229,6 @@ def insert_events(rows: list[dict[str, Any]]) -> set[str]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def json_document(rows: Any) -> Jsonb | None:
-    """Rows as one JSON document, encoded by orjson, for a statement that binds it as one
-    server-side parameter; None where orjson will not encode them (an integer past 64
-    bits, say), and the caller takes its other path."""
-    try:
-        return Jsonb(orjson.dumps(rows), dumps=bytes)
-    except TypeError:  # orjson.JSONEncodeError
-        return None
-
-
-_EXPLICIT_ONLY = 2**62
-
-
-class _PreparingCursor(psycopg.Cursor):
-    """A cursor whose statements PostgreSQL parses and plans once per connection.
-
-    psycopg prepares a statement under a name on its first run and then only executes it,
-    so a hot statement stops costing its parse and plan on every request (the hook
-    path's statement, a CTE of three parts, planned in about as long as it runs).
-    """
-
-    def execute(self, query: Any, params: Any = None, *, prepare: Any = None, **kw: Any) -> Any:
-        return super().execute(query, params, prepare=prepare is not False, **kw)
-
-    def _send_query_prepared(self, name: bytes, pgq: Any, **kw: Any) -> None:
-        # psycopg keeps the statement it last ran for Django's query log, but not when it
-        # runs a prepared one: without this, the log would hold None for these.
-        self._query = pgq
-        super()._send_query_prepared(name, pgq, **kw)
-
-
-def server_bound_cursor(*, prepared: bool = False) -> Any:
-    """A cursor whose statements bind their values server-side, through Django's wrapper
-    all the same (query logging, execute wrappers, error translation).
-
-    Django's own cursors bind client-side (quoting every value on the client); the hot
-    path's statements send a JSON document as one ``Jsonb`` parameter instead. Django
-    leaves psycopg's automatic prepare off (connection poolers in transaction mode lose
-    prepared statements); ``prepared`` prepares the statements of this cursor unless
-    ``SESSIONHUB_PREPARED_STATEMENTS`` is off. Typed ``Any``: the stubs know Django's
-    cursor and plain parameters, not a psycopg cursor and its adapters.
-    """
-    connection.ensure_connection()
-    prepare = prepared and settings.SESSIONHUB["PREPARED_STATEMENTS"]
-    if prepare and connection.connection.prepare_threshold is None:
-        # Django turns psycopg's preparing off for the whole connection, explicit requests
-        # included; back on, with a threshold no statement reaches by repetition alone.
-        connection.connection.prepare_threshold = _EXPLICIT_ONLY
-    raw = (_PreparingCursor if prepare else psycopg.Cursor)(connection.connection)
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
-    return wrap(raw)  # type: ignore[arg-type]
-
-
 @functools.cache
 def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
     """``insert_events``' statements, built once per process: the head and tail around
@@ -319,7 +255,7 @@ def _insert_sql(vendor: str) -> tuple[str, str, str, list[Any]]:
     return head, tail, from_json, fields
 
 
-def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Session]:
+def sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[str, str], Session]:
     """The team's sessions with these (source, external id) keys, locked for this
     transaction in id order, so concurrent requests cannot deadlock on each other.
 
@@ -350,78 +286,3 @@ def _sessions_locked(team: Team, keys: Sequence[tuple[str, str]]) -> dict[tuple[
         session = model_from_row(Session, row)
         found[(session.source, session.external_id)] = session
     return found
-
-
-@functools.cache
-def model_converters(model: type[Model], vendor: str) -> list[tuple[int, list[Any], Any]]:
-    """What turns a raw row of ``model``'s concrete fields (in their order) into field
-    values on this database, as the ORM would apply it (nothing for a session on
-    PostgreSQL; text to times and ids on SQLite; JSON decoded)."""
-    table = model._meta.db_table
-    converters = []
-    for index, field in enumerate(model._meta.concrete_fields):
-        column = field.get_col(table)
-        functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-        if functions:
-            converters.append((index, functions, column))
-    return converters
-
-
-def model_from_row(model: type[ModelT], row: Sequence[Any]) -> ModelT:
-    """An instance of ``model`` from a row of its concrete fields, in their order."""
-    values = list(row)
-    for index, functions, column in model_converters(model, connection.vendor):
-        for convert in functions:
-            values[index] = convert(values[index], column, connection)
-    return model.from_db(connection.alias, _attnames(model), values)
-
-
-@functools.cache
-def _attnames(model: type[Model]) -> list[str]:
-    return [f.attname for f in model._meta.concrete_fields]
-
-
-class Compiled:
-    """A queryset's statement compiled once per process, then prepared once per connection
-    (PostgreSQL only: elsewhere, run the queryset).
-
-    ``build(*values)`` makes the queryset. It is compiled once with ``stand_ins`` for the
-    values, each found again among the compiled parameters, where each call's values then
-    go. For the small fixed-shape reads of a hot path, whose compiling cost more CPU than
-    the database spent answering them.
-    """
-
-    def __init__(self, build: Callable[..., QuerySet[Any]], *stand_ins: Any) -> None:
-        self.build = build
-        self.stand_ins = stand_ins
-
-    @functools.cached_property
-    def statement(self) -> tuple[str, tuple[Any, ...], type[Model]]:
-        """The SQL, its parameters with the stand-ins in place, and the queryset's model."""
-        query = self.build(*self.stand_ins)
-        sql, params = query.query.sql_with_params()
-        for stand_in in self.stand_ins:
-            assert any(p == stand_in for p in params), (stand_in, params)
-        return sql, tuple(params), query.model
-
-    def rows(self, *values: Any) -> list[tuple[Any, ...]]:
-        """The statement's rows for these values (in the stand-ins' order), as the database
-        gives them (no converters applied); elsewhere than PostgreSQL, the queryset's (a
-        queryset of model instances as its values list)."""
-        if connection.vendor != "postgresql":
-            query = self.build(*values)
-            listed = query if query._fields else query.values_list()  # type: ignore[attr-defined]
-            return [tuple(row) for row in listed]
-        sql, params, _ = self.statement
-        bound = dict(zip(self.stand_ins, values, strict=True))
-        with server_bound_cursor(prepared=True) as cursor:
-            cursor.execute(sql, [bound.get(p, p) for p in params])
-            return cursor.fetchall()
-
-    def instances(self, *values: Any) -> list[Any]:
-        """The queryset's model instances for these values (a queryset of whole rows of
-        one model, nothing selected alongside)."""
-        if connection.vendor != "postgresql":
-            return list(self.build(*values))
-        model = self.statement[2]
-        return [model_from_row(model, row) for row in self.rows(*values)]

@@ -20,8 +20,8 @@ from .. import signals, state
 from ..adapters import NormalizedEvent
 from ..models import EventKind, Session
 from .chain import sessions_link
-from .fold import _advance, session_refold
-from .identity import _orphans_adopt, _session_of, _sessions_by_key, _sessions_resolve
+from .fold import advance, session_refold
+from .identity import orphans_adopt, session_of, sessions_by_key, sessions_resolve
 from .outbox import enqueue_session_work, settle_delay
 from .results import ACCEPTED, CONFLICT, DUPLICATE
 from .statements import event_row, insert_events, sessions_write
@@ -40,9 +40,9 @@ def events_store(
     Round trips for the common case (known sessions): lock the sessions, insert the
     events, update the sessions — whatever the batch size or the number of sessions.
     """
-    sessions, created = _sessions_resolve(team, events)
-    adopted = _orphans_adopt(team, [sessions[key] for key in created])
-    by_key = _sessions_by_key(team, events, sessions)
+    sessions, created = sessions_resolve(team, events)
+    adopted = orphans_adopt(team, [sessions[key] for key in created])
+    by_key = sessions_by_key(team, events, sessions)
     planned = _plan(team, events, sessions, by_key, received_at)
     inserted = insert_events(planned.rows)
     new_by_session = planned.accept(inserted)
@@ -100,7 +100,7 @@ def _plan(
         if i in conflicting:
             plan.outcome[i] = (CONFLICT, None)
             continue
-        session = _session_of(event, sessions, by_key)
+        session = session_of(event, sessions, by_key)
         plan.outcome[i] = (DUPLICATE, str(session.pk) if session else None)
         if event.event_id in in_batch:
             continue
@@ -144,7 +144,7 @@ def _fold(
         if session_pk in adopted:
             session_refold(session)  # adopted events may lie anywhere in its past
         else:
-            _advance(session, new_events)
+            advance(session, new_events)
         for fold in new_events:  # the successor it names; sessions_link links the two
             if fold.kind == EventKind.SESSION_END and fold.facts.get("next_session_id"):
                 session.successor_external_id = fold.facts["next_session_id"]

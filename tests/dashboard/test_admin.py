@@ -172,9 +172,19 @@ def test_continue_from_asks_for_the_target_then_records_it(
     assert "The session you choose will inherit from" in body
     assert f'<option value="{target.pk}">' in body
     assert f'<option value="{source.pk}">' not in body
+    assert "at its next prompt" in body  # what a continue does
 
-    done = run(admin_client, "continue_from", [source], apply="1", target=str(target.pk))
+    # The target is another agent's session: the admin says what will happen and asks.
+    asked = run(admin_client, "continue_from", [source], apply="1", target=str(target.pk))
+    warning = asked.content.decode()
+    assert "This continue crosses agents" in warning and "Tick the box to confirm" in warning
+    assert not ContinuityRecord.objects.filter(session=target, trigger="manual").exists()
+
+    done = run(
+        admin_client, "continue_from", [source], apply="1", target=str(target.pk), confirm="on"
+    )
     [message] = messages_of(done)
+    assert "handed to the session at its next prompt" in message
     assert f"Session {target} now continues from {source}" in message
     assert "1 pin(s) inherited" in message
     record = ContinuityRecord.objects.get(session=target, trigger="manual")
@@ -206,8 +216,33 @@ def test_continue_by_external_id_and_its_refusals(
     two = run(admin_client, "continue_from", [source, target], index=0)
     assert "Select exactly one session to continue from." in messages_of(two)
 
-    ok = run(admin_client, "continue_from", [source], apply="1", target_id="target-session")
+    ok = run(
+        admin_client,
+        "continue_from",
+        [source],
+        apply="1",
+        target_id="target-session",
+        confirm="on",
+    )
     assert "now continues from" in messages_of(ok)[0]
+
+    # An ended session is neither offered nor taken by its id.
+    ended = SessionFactory(team=source.team, agent=source.agent, external_id="ended-one")
+    ask = run(admin_client, "continue_from", [source], index=0).content.decode()
+    assert f'<option value="{ended.pk}">' not in ask
+    refused = run(admin_client, "continue_from", [source], apply="1", target_id="ended-one")
+    assert "has ended: a continue is handed to a running session" in refused.content.decode()
+    assert not ContinuityRecord.objects.filter(session=ended).exists()
+
+
+def test_the_continue_form_names_sessions_by_first_prompt_and_agent(
+    admin_client: Client, story: dict[str, Any]
+) -> None:
+    source, target = story["source"], story["target"]
+    EventFactory(session=target, kind=EventKind.PROMPT, facts={"text": "Speed up the ledger"})
+    body = run(admin_client, "continue_from", [source], index=0).content.decode()
+    label = f"“Speed up the ledger” · {target.agent} · Active"
+    assert f'<option value="{target.pk}">{label}' in body
 
 
 def test_revoking_tokens_is_logged(admin_client: Client, story: dict[str, Any]) -> None:

@@ -235,6 +235,11 @@ def test_admin_continues_a_session_and_the_record_shows_on_its_page(
     page.get_by_label("Session that continues").select_option(str(target.pk))
     shot(page, "08-admin-continue")
     page.get_by_role("button", name="Continue").click()
+    # Two projects, two agents: the admin says what will happen and asks first.
+    page.get_by_text(re.compile("This continue crosses agents")).wait_for()
+    assert not ContinuityRecord.objects.filter(session=target).exists()
+    page.get_by_label("Continue across agents or projects").check()
+    page.get_by_role("button", name="Continue").click()
     page.get_by_text(re.compile(r"now continues from")).wait_for()
     shot(page, "09-admin-continued")
 

@@ -30,9 +30,12 @@ pytestmark = pytest.mark.django_db
 
 # Page: (url builder, budget), the login's two queries (session and user rows) included.
 # The session page's chain is read in one query however long it is (lifecycle.selectors.
-# session_chain); the page shows at most dashboard.selectors.CHAIN_LIMIT links.
+# session_chain); the page shows at most dashboard.selectors.CHAIN_LIMIT links. The
+# overview's tokens and cost are one aggregate and the summaries' ledger one read; its
+# developer and project menus one DISTINCT (cached), as the session list's.
 PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
-    "overview": (lambda w: reverse("dashboard:overview"), 10),
+    # Two more for "did memory help" (the judged preambles' and MCP answers' sums).
+    "overview": (lambda w: reverse("dashboard:overview"), 14),
     "sessions": (lambda w: reverse("dashboard:sessions"), 6),
     "sessions filtered": (
         lambda w: (
@@ -44,6 +47,7 @@ PAGES: dict[str, tuple[Callable[[dict[str, Any]], str], int]] = {
     ),
     "session": (lambda w: reverse("dashboard:session", args=[w["session"].pk]), 16),
     "agents": (lambda w: reverse("dashboard:agents"), 4),
+    "open work": (lambda w: reverse("dashboard:board"), 4),
     "agent": (lambda w: reverse("dashboard:agent", args=[w["agent"].pk]), 7),
     "live sessions": (
         lambda w: (

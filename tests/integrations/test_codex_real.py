@@ -241,7 +241,8 @@ def test_sessions_tools_preamble_resume_and_compaction(rig: CodexRig) -> None:
     assert session.token_count and session.token_count > 0  # from the rollout
     agent = Agent.objects.get()
     label = ApiToken.objects.get().gateway_name
-    assert (agent.source, agent.name) == (Source.CODEX, f"billing-api ({label})")
+    assert (agent.source, agent.name) == (Source.CODEX, "billing-api")
+    assert agent.developer  # the OS user@host the hook client reports
     assert agent.external_id == f"{label}:{PROJECT}"
     bash = Observation.objects.filter(session=session, tool_name="Bash").order_by("id")
     digests = [o.output_digest for o in bash]

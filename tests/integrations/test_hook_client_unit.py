@@ -72,6 +72,8 @@ class FakeServer(ThreadingHTTPServer):
         self.requests: list[dict] = []
         self.mode: object = 200
         self.preamble = ""
+        # What the answer to a hook post hands over (a manual continue), once.
+        self.waiting = ""
         self.lock = threading.Lock()
         self.thread = threading.Thread(
             target=self.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
@@ -140,9 +142,18 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == client.CONTINUITY_PATH:
             self._answer(200, {"preamble": server.preamble, "used": []})
             return
+        if self.path == client.WHOAMI_PATH:
+            who = {"team": "acme", "team_name": "Acme", "token": "laptop", "scopes": ["ingest"]}
+            self._answer(200, who)
+            return
         events = body if isinstance(body, list) else [body]
         results = [{"event_id": e["sessionhub"]["event_id"], "status": "accepted"} for e in events]
-        self._answer(200, {"results": results})
+        answer: dict = {"results": results}
+        reads = any(e["sessionhub"].get("reads_context") for e in events)
+        if server.waiting and reads:
+            answer["continuity"] = [{"record_ids": [7], "preamble": server.waiting}]
+            server.waiting = ""
+        self._answer(200, answer)
 
     def _answer(self, code: int, payload: dict) -> None:
         """Send a JSON answer."""
@@ -562,7 +573,23 @@ def test_server_down_during_flush_spools_current_event_without_trying_it(configu
     assert len(spool_ids(configured)) == 2
 
 
-@pytest.mark.parametrize("code", [400, 401, 403, 404, 413])
+@pytest.mark.parametrize("code", [401, 403])
+def test_a_refused_token_keeps_the_event_in_the_spool(configured, server, code):
+    server.mode = code
+    rc, out, _ = run(tool_hook(1))
+    assert (rc, out) == (0, "")
+    assert len(server.requests) == 1
+    assert len(spool_ids(configured)) == 1
+    assert f"kept in the spool, token refused: HTTP {code}" in log_text(configured)
+
+    # The next hook sends the spool first; refused again, it does not ask twice.
+    server.requests.clear()
+    run(tool_hook(2))
+    assert len(server.requests) == 1
+    assert len(spool_ids(configured)) == 2
+
+
+@pytest.mark.parametrize("code", [400, 404, 413])
 def test_permanent_error_is_not_spooled_but_logged(configured, server, code):
     server.mode = code
     rc, out, _ = run(tool_hook(1))
@@ -628,7 +655,12 @@ def test_auth_failure_keeps_the_spool(configured, server):
     run(tool_hook(1))
     server.mode = 401
     run(tool_hook(2))
-    assert len(spool_ids(configured)) == 1  # the spooled event waits for a fixed token
+    # Both wait for a fixed token: the spooled one, and the new one behind it.
+    assert len(spool_ids(configured)) == 2
+    server.mode = 200
+    run(tool_hook(3))
+    assert spool_ids(configured) == []
+    assert len(server.accepted_ids()) == 3
 
 
 def test_concurrent_hooks_never_send_an_event_twice(configured, server):
@@ -717,6 +749,44 @@ def test_the_first_prompt_asks_with_the_prompt_and_prints_its_context(configured
     rc, out, _ = run(dict(prompt, prompt="and then"))
     assert (rc, out) == (0, "")
     assert [r["path"] for r in server.requests[2:]] == [client.HOOKS_PATH]
+
+
+def test_a_manual_continue_in_a_prompts_answer_is_printed_with_the_first_prompts(
+    configured, server
+):
+    prompt = dict(session_start(), hook_event_name="UserPromptSubmit", prompt="the websocket")
+    prompt.pop("source")
+    server.preamble = "## Continuity\nThe websocket reconnect session."
+    server.waiting = "[SESSION CONTINUITY — inherited from 1 prior session(s)]\nBy hand."
+    rc, out, _ = run(prompt)
+    assert rc == 0
+    # Only the post whose answer is read says so; the continuity request carries it as posted.
+    assert server.requests[0]["body"]["sessionhub"]["reads_context"] is True
+    context = json.loads(out)["hookSpecificOutput"]
+    assert context == {
+        "hookEventName": "UserPromptSubmit",
+        "additionalContext": server.preamble + "\n\n" + "[SESSION CONTINUITY — inherited "
+        "from 1 prior session(s)]\nBy hand.",
+    }
+    # A later prompt: only what waits, once.
+    server.waiting = "Continued by hand."
+    rc, out, _ = run(dict(prompt, prompt="and then"))
+    assert json.loads(out)["hookSpecificOutput"]["additionalContext"] == "Continued by hand."
+    rc, out, _ = run(dict(prompt, prompt="and again"))
+    assert (rc, out) == (0, "")
+
+
+def test_a_spooled_prompt_never_says_its_answer_is_read(configured, server):
+    server.mode = 503
+    prompt = dict(session_start(), hook_event_name="UserPromptSubmit", prompt="later")
+    prompt.pop("source")
+    run(prompt)
+    server.mode = 200
+    run(session_start())  # flushes the spool first
+    flushed = next(r["body"] for r in server.requests if r["answer"] == 200)
+    events = flushed if isinstance(flushed, list) else [flushed]
+    assert [e.get("prompt") for e in events][:1] == ["later"]  # the spooled prompt
+    assert not any(e["sessionhub"].get("reads_context") for e in events)
 
 
 def test_session_start_with_empty_preamble_prints_nothing(configured, server):
@@ -917,7 +987,8 @@ def test_install_user_scope_and_config_file(home, server):
     assert server.url in text
     assert "token:   set" in text
     assert TOKEN not in text
-    assert "(0 event(s) waiting)" in text
+    assert "(0 event(s) waiting, at most 10000 kept)" in text
+    assert "server:  ok: token laptop (ingest) of team acme [Acme]" in text
 
 
 def test_status_counts_waiting_events(configured, server):
@@ -926,7 +997,8 @@ def test_status_counts_waiting_events(configured, server):
     run(tool_hook(2))
     out = io.StringIO()
     client.main(["status"], stdout=out)
-    assert "(2 event(s) waiting)" in out.getvalue()
+    assert "(2 event(s) waiting," in out.getvalue()
+    assert "server:  answered with an error: HTTP 500" in out.getvalue()
     assert TOKEN not in out.getvalue()
 
 

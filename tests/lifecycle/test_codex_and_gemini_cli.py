@@ -128,7 +128,7 @@ def test_codex_identity_follows_claude_codes_rule(api: APIClient) -> None:
         Source.CODEX,
         f"{label}:git.example.com/acme/billing-api",
     )
-    assert agent.name == f"billing-api ({label})"
+    assert agent.name == "billing-api"
     assert Session.objects.get().project == "git.example.com/acme/billing-api"
     assert "hunter2" not in json.dumps(list(LifecycleEvent.objects.values_list("payload", "facts")))
     # The same project under Claude Code is another agent: each gateway keeps its own.

@@ -132,7 +132,7 @@ def test_a_project_that_holds_a_secret_keeps_its_own_agent_and_never_shows_it(
     )
     for agent in agents:
         assert GHP[:12] not in agent.external_id + agent.name + agent.project
-        assert agent.name == "api-v2 (first-token)"
+        assert agent.name == "api-v2"
 
 
 def test_identifiers_holding_secrets_stay_keys_and_a_retry_is_a_duplicate(api: APIClient) -> None:
@@ -198,7 +198,7 @@ def test_merged_agents_are_split_again_from_the_stored_facts(
     for name, (cwd, _remote, _task) in PROJECTS.items():
         agent = Session.objects.get(external_id=f"old-{name}").agent
         assert agent.external_id == f"first-token:{cwd}"
-        assert agent.name == f"{name} (first-token)"
+        assert agent.name == name
     assert Session.objects.get(external_id="old-hidden").agent_id == merged.pk
     # Running it again changes nothing.
     out = io.StringIO()

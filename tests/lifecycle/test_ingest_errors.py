@@ -253,3 +253,20 @@ def test_identity_encoding_is_plain_json(api: APIClient) -> None:
     response = raw_post(api, "events", json.dumps(GOOD).encode(), HTTP_CONTENT_ENCODING="identity")
     assert response.status_code == 200, response.content
     assert LifecycleEvent.objects.count() == 1
+
+
+@pytest.mark.parametrize(
+    "path", ["events", "hooks/claude-code", "hooks/openclaw", "hooks/codex", "hooks/gemini-cli"]
+)
+def test_a_host_outside_allowed_hosts_is_refused_on_every_ingest_endpoint(
+    api: APIClient, settings: Any, path: str
+) -> None:
+    """One way through every request: the ingest endpoints check the Host header like
+    every other page, before anything is stored."""
+    settings.ALLOWED_HOSTS = ["sessionhub.example.com"]
+    refused = raw_post(api, path, json.dumps(GOOD).encode(), HTTP_HOST="evil.example")
+    assert assert_error(refused, 400, "disallowed_host")
+    assert_nothing_stored()
+    allowed = raw_post(api, path, json.dumps(GOOD).encode(), HTTP_HOST="sessionhub.example.com")
+    assert allowed.status_code in (200, 400), allowed.content  # a hook body may not fit
+    assert allowed.status_code != 400 or allowed.json()["code"] == "invalid_events"

@@ -159,7 +159,10 @@ def test_two_gateways_main_agents_are_two_agents(api: Any) -> None:
     bob = Session.objects.get(external_id="b-1").agent
     assert alice.pk != bob.pk
     assert alice.external_id.endswith("/laptop-alice:main")
-    assert alice.name.startswith("main (")
+    # Named as in OpenClaw; who runs each is the session's developer.
+    assert alice.name == bob.name == "main"
+    assert (alice.developer, bob.developer) == ("laptop-alice", "laptop-bob")
+    assert Session.objects.get(external_id="b-1").developer == "laptop-bob"
 
 
 def test_redaction_markers_are_not_hot_topics() -> None:

@@ -118,7 +118,7 @@ def openclaw_bodies(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def deliver(team: Team, source: str, bodies: list[dict[str, Any]]) -> list[Any]:
     """Each body in a request of its own: per request its outcome and the sessions after."""
-    token, _ = api_token_create(team=team, name=f"gw-{uuid.uuid4().hex[:6]}", scopes=["ingest"])
+    token, _ = api_token_create(team=team, name="gw", scopes=["ingest"])
     adapter = services.adapter_for(source, token)
     steps = []
     for body in bodies:
@@ -249,7 +249,7 @@ def test_the_quiet_statement_is_prepared_once_per_connection(db: Any) -> None:
 def test_prepared_statements_can_be_turned_off(
     db: Any, settings: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from lifecycle.ingest.statements import server_bound_cursor
+    from sessionhub.db.statements import server_bound_cursor
 
     probe = f"SELECT 1 AS probe_{uuid.uuid4().hex}"
     monkeypatch.setitem(settings.SESSIONHUB, "PREPARED_STATEMENTS", False)

@@ -15,6 +15,8 @@ from django.test.utils import CaptureQueriesContext
 
 from lifecycle.ingest import statements
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session, SessionStatus, Source
+from sessionhub.db import statements as db_statements
+from sessionhub.db.statements import Compiled
 from sessionhub.models import Team
 from sessionhub.text.redaction import RULES_VERSION
 
@@ -51,7 +53,7 @@ def test_the_locked_read_returns_what_the_orm_returns(
     _session(other_team, other_agent, "a")  # same key, another team
 
     keys = [(Source.CLAUDE_CODE, "a"), (Source.CLAUDE_CODE, "b"), (Source.OPENCLAW, "a")]
-    found = statements._sessions_locked(team, keys)
+    found = statements.sessions_locked(team, keys)
 
     orm = {
         (s.source, s.external_id): s
@@ -96,7 +98,7 @@ def test_the_session_update_writes_what_save_writes(
         def refuse(*_: Any, **__: Any) -> bytes:
             raise TypeError("Integer exceeds 64-bit range")
 
-        monkeypatch.setattr(statements.orjson, "dumps", refuse)
+        monkeypatch.setattr(db_statements.orjson, "dumps", refuse)
     previous = _session(team, agent, "before")
     mine = [_session(team, agent, f"m{n}") for n in range(3)]
     theirs = [_session(team, agent, f"t{n}") for n in range(3)]
@@ -153,7 +155,7 @@ def test_the_locked_read_and_the_session_update_are_prepared_once_per_connection
 
     def request(n: int) -> None:
         with transaction.atomic():
-            (found,) = statements._sessions_locked(team, [(Source.CLAUDE_CODE, "p")]).values()
+            (found,) = statements.sessions_locked(team, [(Source.CLAUDE_CODE, "p")]).values()
             found.event_count = n
             statements.session_write(found)
 
@@ -230,7 +232,7 @@ def test_a_compiled_query_returns_what_its_queryset_returns(team: Team, agent: A
         team, agent, "wanted", status=SessionStatus.ENDED, started_at=T0, ended_at=T0, cwd="/x"
     )
     another = _session(team, agent, "another")
-    compiled = statements.Compiled(
+    compiled = Compiled(
         lambda key: Session.objects.filter(team=team, external_id__in=[key, "another"]).order_by(
             "external_id"
         ),

@@ -233,6 +233,17 @@ def test_a_sessions_update_per_request_is_heap_only(api: APIClient, size: int) -
     )
 
 
+def test_the_session_table_leaves_room_on_each_page_for_the_rows_next_versions() -> None:
+    if connection.vendor != "postgresql":
+        pytest.skip("a fill factor is PostgreSQL's")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT reloptions FROM pg_class WHERE relname = %s", [Session._meta.db_table]
+        )
+        (options,) = cursor.fetchone()
+    assert "fillfactor=70" in (options or []), options
+
+
 def test_canonical_events_endpoint_costs_the_same_for_1_and_100_events(
     api: APIClient,
 ) -> None:

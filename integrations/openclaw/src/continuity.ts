@@ -4,9 +4,11 @@
  * On the first prompt of a session (`before_prompt_build`) the plugin asks
  * SessionHub for the session's continuity preamble and, when it is not empty,
  * returns it as `{ prependContext }`. Each session is asked once (again after
- * a reset in place: `forget`); a background run (`ctx.trigger` other than
- * "user": a heartbeat, cron) is never given one; the whole exchange is
- * bounded by `timeoutMs`, and any failure injects nothing.
+ * a reset in place: `forget`); at each later prompt it asks only what waits
+ * for the session (`pending`: a manual continue an admin made while it runs,
+ * handed over once). A background run (`ctx.trigger` other than "user": a
+ * heartbeat, cron) is never given one; the whole exchange is bounded by
+ * `timeoutMs`, and any failure injects nothing.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, unlinkSync, writeFileSync } from "node:fs";
@@ -26,6 +28,8 @@ export interface ContinuityReport {
   agentId: string | null;
   /** Why nothing was asked: "disabled", "no-session", "already-asked", "resumed-session", "background-run". */
   skipped?: string;
+  /** A later prompt: only what waits for the session (a manual continue) was asked. */
+  waiting?: boolean;
   httpStatus?: number;
   outcome?: HttpResult["outcome"] | "timeout";
   /** The preamble the server sent (a string, possibly empty), else null. */
@@ -176,7 +180,7 @@ export class ContinuityInjector {
       // user's first prompt, whatever ran before it (a heartbeat) and whatever
       // this process remembers from before a reset.
       const fresh = this.takeFresh(key);
-      if (!fresh && this.asked.has(key)) return this.finish(report, "already-asked");
+      if (!fresh && this.asked.has(key)) return await this.waiting(report);
       // Remember before awaiting, so a second prompt hook firing meanwhile
       // does not ask again.
       this.remember(key);
@@ -215,6 +219,35 @@ export class ContinuityInjector {
       prompt,
       ...(this.gatewayId ? { gateway: this.gatewayId } : {}),
     };
+    return this.post(report, body, remaining);
+  }
+
+  /**
+   * A later prompt of a session already asked: hand over what waits for it (a
+   * manual continue made while it runs), if anything; never a new preamble.
+   */
+  private async waiting(report: ContinuityReport): Promise<PrependResult | undefined> {
+    report.waiting = true;
+    if (!report.sessionId) return this.finish(report, "already-asked");
+    const body = {
+      source: "openclaw",
+      agent_id: report.agentId,
+      session_id: report.sessionId,
+      session_key: report.sessionKey,
+      pending: true,
+      ...(this.gatewayId ? { gateway: this.gatewayId } : {}),
+    };
+    const returned = await this.withDeadline(this.post(report, body, this.timeoutMs), report);
+    report.returned = returned;
+    this.emit(report);
+    return returned;
+  }
+
+  private async post(
+    report: ContinuityReport,
+    body: Record<string, unknown>,
+    remaining: number,
+  ): Promise<PrependResult | undefined> {
     const result = await this.client.postContinuity(body, remaining);
     report.httpStatus = result.status;
     report.outcome = result.outcome;

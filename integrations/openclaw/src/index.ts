@@ -237,6 +237,29 @@ export function turnMessages(messages: unknown[]): unknown[] {
   return messages;
 }
 
+const USAGE_KEYS = ["input", "output", "cacheRead", "cacheWrite"] as const;
+
+/**
+ * The tokens of a turn's assistant messages (pi-ai's `usage`), summed, with the model
+ * of the last one: sent beside the turn's messages, which may be cut to the last few.
+ */
+export function turnUsage(messages: unknown[]): Record<string, number | string> | undefined {
+  const total: Record<string, number | string> = {};
+  let found = false;
+  for (const m of messages) {
+    if (!isRecord(m) || m.role !== "assistant" || !isRecord(m.usage)) continue;
+    for (const key of USAGE_KEYS) {
+      const count = m.usage[key];
+      if (typeof count === "number" && Number.isSafeInteger(count) && count >= 0) {
+        total[key] = ((total[key] as number | undefined) ?? 0) + count;
+        found = true;
+      }
+    }
+    if (typeof m.model === "string") total.model = m.model;
+  }
+  return found ? total : undefined;
+}
+
 /** A run the user did not start (heartbeat, cron...), by the gateway's `ctx.trigger`. */
 export function isBackgroundRun(ctx: unknown): boolean {
   return isRecord(ctx) && typeof ctx.trigger === "string" && ctx.trigger !== "" && ctx.trigger !== "user";
@@ -371,7 +394,10 @@ export function createSessionHubRuntime(
           const turn = turnMessages(event.messages);
           const sent = config.recentMessages > 0 ? turn.slice(-config.recentMessages) : [];
           const cut = sent.length !== event.messages.length;
-          const kept = cut ? { ...event, messages: sent, turnMessageCount: turn.length } : event;
+          const usage = cut ? turnUsage(turn) : undefined;
+          const kept = cut
+            ? { ...event, messages: sent, turnMessageCount: turn.length, ...(usage ? { turnUsage: usage } : {}) }
+            : event;
           return submit(hook, sanitizeEvent(kept), sanitizeCtx(ctx));
         }
         const keep = MESSAGE_TRIMMED_HOOKS.has(hook) ? config.recentMessages : undefined;

@@ -111,6 +111,35 @@ test("before_prompt_build forwards the user's words as a prompt event, once (not
   });
 });
 
+test("a later prompt gets what waits for its session (a manual continue), once", async () => {
+  await withServer(async (server) => {
+    server.preambles.set("s-w", PREAMBLE);
+    const h = setupPlugin(server.url, server.token);
+    try {
+      const build = h.api.handler("before_prompt_build");
+      assert.deepEqual(await build({ prompt: "start", messages: [] }, ctxFor("s-w")), { prependContext: PREAMBLE });
+      assert.equal(await build({ prompt: "go on", messages: [] }, ctxFor("s-w")), undefined, "nothing waits");
+      server.waiting.set("s-w", "Continued by hand from billing-api");
+      const handed = await build({ prompt: "and now", messages: [] }, ctxFor("s-w"));
+      assert.deepEqual(handed, { prependContext: "Continued by hand from billing-api" });
+      assert.equal(await build({ prompt: "again", messages: [] }, ctxFor("s-w")), undefined, "once");
+      const pending = server.pendingRequests();
+      assert.equal(pending.length, 3);
+      assert.deepEqual(pending[0].body, {
+        source: "openclaw",
+        agent_id: "research",
+        session_id: "s-w",
+        session_key: "research:discord:channel:42",
+        pending: true,
+        gateway: h.runtime.gatewayId,
+      });
+      assert.equal(server.continuityRequests().length, 1, "the preamble itself: asked once");
+    } finally {
+      h.cleanup();
+    }
+  });
+});
+
 test("an empty (or blank) preamble injects nothing", async () => {
   await withServer(async (server) => {
     server.preambles.set("cold", "");

@@ -68,10 +68,15 @@ test("agent_end keeps only the last recentMessages messages", async () => {
       await h.runtime.idle();
       const sent = server.accepted[0].record.event as Record<string, unknown>;
       assert.deepEqual(sent.messages, original.slice(-2));
-      // Cut: the turn's real size goes along.
+      // Cut: the turn's real size and its whole usage (both assistant messages) go along.
       assert.deepEqual(
         { ...sent, messages: undefined },
-        { ...agentEnd.event, messages: undefined, turnMessageCount: 4 },
+        {
+          ...agentEnd.event,
+          messages: undefined,
+          turnMessageCount: 4,
+          turnUsage: { input: 9912, output: 405, model: "deepseek-r1:14b" },
+        },
       );
       // The gateway's own event object is not modified.
       assert.equal(original.length, 4);

@@ -169,3 +169,21 @@ test("register: a gateway whose api.on throws, or that has no registerHook, does
   assert.equal(runtime.registeredHooks.length, 0);
   runtime.stop();
 });
+
+test("turnUsage: a turn's assistant usage summed, with the last model; none without usage", async () => {
+  const { turnUsage } = await import("../src/index.js");
+  const turn = [
+    { role: "user", content: "hi" },
+    { role: "assistant", model: "claude-sonnet-4-5", usage: { input: 3260, output: 122, cacheRead: 100 } },
+    { role: "toolResult", content: "ok" },
+    { role: "assistant", model: "claude-sonnet-4-5", usage: { input: 6652, output: 283, cacheWrite: 7, totalTokens: 1 } },
+  ];
+  assert.deepEqual(turnUsage(turn), {
+    input: 9912,
+    output: 405,
+    cacheRead: 100,
+    cacheWrite: 7,
+    model: "claude-sonnet-4-5",
+  });
+  assert.equal(turnUsage([{ role: "user", content: "hi" }, { role: "assistant", content: [] }]), undefined);
+});

@@ -125,7 +125,7 @@ test(`fixture replay through the registered handlers (${LIVE ? `live SessionHub 
     assert.equal(queued, 0, "nothing left in the retry queue");
 
     // Continuity: one request per new session, answered 200 with a string preamble.
-    const asked = continuity.filter((c) => c.hook === "before_prompt_build" && !c.skipped);
+    const asked = continuity.filter((c) => c.hook === "before_prompt_build" && !c.skipped && !c.waiting);
     assert.equal(asked.length, prompts.length);
     for (const c of asked) {
       assert.equal(c.httpStatus, 200, `continuity for ${c.sessionId}: HTTP 200 (${c.error ?? ""})`);

@@ -12,7 +12,7 @@ from memory.pipeline import reredact_everything
 from sessionhub.text.redaction import RULES_VERSION
 
 
-def _advance(bar: tqdm, note: str) -> None:
+def _advance(bar: tqdm[Any], note: str) -> None:
     bar.set_postfix_str(note)
     bar.update(1)
 

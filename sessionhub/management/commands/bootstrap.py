@@ -14,10 +14,14 @@ class Command(BaseCommand):
     help = "Create a 'default' team and an ingest+read token when no team exists yet."
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if Team.objects.exists():
+        slugs = list(Team.objects.order_by("pk").values_list("slug", flat=True)[:6])
+        if slugs:
+            first = slugs[0]
+            more = f" (teams: {', '.join(slugs[:5])}{', …' if len(slugs) > 5 else ''})"
             self.stdout.write(
-                "SessionHub is set up. New token: python manage.py create_api_token TEAM "
-                "(installed: sessionhub create_api_token TEAM); admin user: make superuser "
+                f"SessionHub is set up. New token for team {first}: python manage.py "
+                f"create_api_token {first} (installed: sessionhub create_api_token {first})"
+                f"{more if len(slugs) > 1 else ''}; admin user: make superuser "
                 "(installed: sessionhub createsuperuser)"
             )
             return

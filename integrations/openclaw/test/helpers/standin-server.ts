@@ -54,6 +54,8 @@ export class StandinServer {
   readonly badRequestHooks = new Set<string>();
   /** Preamble per session id; `defaultPreamble` otherwise. */
   readonly preambles = new Map<string, string>();
+  /** What waits for a session (a manual continue): handed over once, to a `pending` request. */
+  readonly waiting = new Map<string, string>();
   defaultPreamble = "";
   /** Failure applied to MCP requests while set. */
   mcpFailure: Failure | null = null;
@@ -87,8 +89,14 @@ export class StandinServer {
     return this.requests.filter((r) => r.path === "/api/v1/hooks/openclaw");
   }
 
+  /** The continuity requests that ask for a preamble (not the later prompts' `pending` ones). */
   continuityRequests(): RecordedRequest[] {
-    return this.requests.filter((r) => r.path === "/api/v1/continuity");
+    return this.requests.filter((r) => r.path === "/api/v1/continuity" && !isPending(r.body));
+  }
+
+  /** The later prompts' requests for what waits for their session (a manual continue). */
+  pendingRequests(): RecordedRequest[] {
+    return this.requests.filter((r) => r.path === "/api/v1/continuity" && isPending(r.body));
   }
 
   acceptedIds(): string[] {
@@ -268,8 +276,17 @@ export class StandinServer {
     if (this.continuityFailure && this.applyFailure(this.continuityFailure, res, send)) return;
     if (!body || typeof body !== "object" || Array.isArray(body)) return send(400, { error: "malformed" });
     const sessionId = (body as { session_id?: unknown }).session_id;
+    if (isPending(body)) {
+      const waiting = typeof sessionId === "string" ? this.waiting.get(sessionId) ?? "" : "";
+      if (typeof sessionId === "string") this.waiting.delete(sessionId);
+      return send(200, { preamble: waiting, record_ids: waiting ? [1] : [] });
+    }
     const preamble =
       typeof sessionId === "string" && this.preambles.has(sessionId) ? this.preambles.get(sessionId) : this.defaultPreamble;
     send(200, { preamble, used_sessions: [] });
   }
+}
+
+function isPending(body: unknown): boolean {
+  return !!body && typeof body === "object" && (body as { pending?: unknown }).pending === true;
 }
