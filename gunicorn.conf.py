@@ -10,6 +10,11 @@ import gc
 import multiprocessing
 import os
 import sys
+from typing import Any
+
+from gunicorn.glogging import Logger
+
+from sessionhub.text.redaction import redact_identifier
 
 # Web processes only publish to the broker (after commit, a few bytes): a hung Redis
 # must not hold a request for the worker's 2 s. Read by the settings in each worker.
@@ -27,6 +32,33 @@ graceful_timeout = 20
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", 50_000))
 max_requests_jitter = 5_000
 accesslog = os.environ.get("GUNICORN_ACCESS_LOG") or None
+# The request line without its query string, as nginx logs it: a query string may carry
+# what nobody should log (a token in ?session_key=..., a dashboard search). The path is
+# redacted (a client may paste a token where an id goes).
+access_log_format = '%(h)s %(t)s "%(m)s %(U)s %(H)s" %(s)s %(b)s %(M)sms'
+
+
+class PathOnlyLogger(Logger):
+    """gunicorn's logger with every atom that could hold a query string (the raw request
+    line, the query, the referer, the raw URI of the environ) cut to its path, whatever
+    ``access_log_format`` a deployment sets, and the path redacted."""
+
+    def atoms(self, resp: Any, req: Any, environ: Any, request_time: Any) -> dict[str, Any]:
+        atoms = super().atoms(resp, req, environ, request_time)
+        path = redact_identifier(environ.get("PATH_INFO", ""))
+        atoms["U"] = path
+        atoms["r"] = f"{environ.get('REQUEST_METHOD')} {path} {environ.get('SERVER_PROTOCOL')}"
+        atoms["q"] = ""
+        atoms["f"] = str(atoms.get("f", "-")).split("?", 1)[0]
+        for key in ("{raw_uri}e", "{http_referer}e", "{referer}i"):
+            if key in atoms:
+                atoms[key] = str(atoms[key]).split("?", 1)[0]
+        if "{query_string}e" in atoms:
+            atoms["{query_string}e"] = ""
+        return atoms
+
+
+logger_class = PathOnlyLogger
 
 
 def post_worker_init(worker: object) -> None:

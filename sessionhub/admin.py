@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from .audit import admin_user_id
+from .authentication import forget_token
 from .models import ApiToken, Membership, Team, hash_token
 from .refusals import refusals_fold
 
@@ -207,6 +208,8 @@ class ApiTokenAdmin(TeamScopedAdmin):
     def revoke(self, request: HttpRequest, queryset: Any) -> None:
         live = list(queryset.filter(revoked_at__isnull=True))
         count = queryset.filter(pk__in=[t.pk for t in live]).update(revoked_at=timezone.now())
+        for token in live:
+            forget_token(token)  # at once, in every process: not after the cache's seconds
         if live:
             LogEntry.objects.log_actions(
                 user_id=admin_user_id(request),

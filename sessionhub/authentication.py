@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 from django.conf import settings
+from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -45,16 +47,32 @@ def _prefix_of(raw: str) -> str | None:
 
 
 # A few seconds of memory per process spares the database a lookup on every gateway
-# request; a revoked token stops working within ``TOKEN_CACHE_SECONDS``.
+# request. A revocation (by the API, the admin or a command) stops the token at once in
+# every process: it changes a shared revocation mark in the cache (Redis), and a process
+# that finds the mark changed empties its token cache before trusting it again. Without
+# a shared cache (the embedded default: one process) the mark is the process's own.
 _token_cache: dict[str, tuple[float, ApiToken]] = {}
 _TOKEN_CACHE_MAX = 10_000
+REVOCATION_MARK = "sessionhub:token-revocation"
+_seen_mark: object = None
 
 
 def _cached_token(raw: str) -> ApiToken | None:
+    global _seen_mark
     entry = _token_cache.get(hash_token(raw))
     if entry is None or entry[0] < time.monotonic():
         return None
+    mark = cache.get(REVOCATION_MARK)
+    if mark != _seen_mark:
+        _token_cache.clear()  # a token was revoked somewhere: read them all again
+        _seen_mark = mark
+        return None
     return entry[1]
+
+
+def announce_revocation() -> None:
+    """Tell every process that a token was revoked (their caches are emptied)."""
+    cache.set(REVOCATION_MARK, uuid.uuid4().hex, timeout=None)
 
 
 def _remember(raw: str, token: ApiToken) -> None:
@@ -67,10 +85,11 @@ def _remember(raw: str, token: ApiToken) -> None:
 
 
 def forget_token(token: ApiToken) -> None:
-    """Drop a token from this process's cache (on revocation)."""
+    """Drop a token from this process's cache and every other's (on revocation)."""
     for key, (_, cached) in list(_token_cache.items()):
         if cached.pk == token.pk:
             _token_cache.pop(key, None)
+    announce_revocation()
 
 
 class ApiTokenAuthentication(authentication.BaseAuthentication):

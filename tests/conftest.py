@@ -39,7 +39,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
-def secret_cases(per_kind: int = 3) -> list[dict[str, Any]]:
+def secret_cases(per_kind: int = 2) -> list[dict[str, Any]]:
     """The rows of ``secrets.jsonl`` that the end-to-end tests post: every key-format row
     and every kept value, plus the first ``per_kind`` rows of each kind typed with its
     context (the redaction tests and bench/redaction.py go through all of them). Rows of

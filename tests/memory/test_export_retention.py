@@ -404,3 +404,27 @@ def test_an_imported_document_is_redacted_like_the_api(
     assert find_in_database(list(s.values())) == []
     assert "[REDACTED:" in imported.external_id and "[REDACTED:" in imported.cwd
     assert all(e.redaction_version > 0 for e in imported.events.all())
+
+
+def test_random_runs_in_identifiers_never_reach_the_database(api: APIClient, team: Team) -> None:
+    """A key body with no prefix, bare in a session id, a working directory (and so the
+    agent's id and name) or a JSON key, is stored redacted; git SHAs and UUIDs stay."""
+    from tests.memory.test_secrets_end_to_end import find_in_database
+
+    body = IMPORTED_SECRETS["aws_body"]
+    sha = "9fceb02d0ae598e95dc970b74767f19372d61af8"
+    line = {
+        **claude_code_hooks("basic")[0],
+        "session_id": f"sess-{body}",
+        "cwd": f"/home/dev/src/{body}/app",
+        "sessionhub": {"event_id": f"start-{sha}"},
+    }
+    line[f"k{body}"] = "a key that is a secret"
+    response = api.post("/api/v1/hooks/claude-code", line, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["accepted"] == 1
+    assert find_in_database([body, body[:20], body[20:]]) == []
+    session = Session.objects.get()
+    assert "[REDACTED:high_entropy]" in session.external_id
+    assert session.cwd == "/home/dev/src/[REDACTED:high_entropy]/app"
+    assert LifecycleEvent.objects.get().event_id == f"start-{sha}"

@@ -82,9 +82,7 @@ def redact_identifier(text: str) -> str:
     output, signatures) only the rules decide: random-looking data is everywhere there.
     """
     result = redact_text(text)
-    if len(result) >= _RANDOM_RUN_MIN and is_identifier_shaped(result):
-        return _redact_random_runs(result)
-    return result
+    return _redact_random_runs(result) if has_random_run(result) else result
 
 
 _RANDOM_RUN_MIN = 32
@@ -105,13 +103,21 @@ def _redact_random_runs(text: str) -> str:
     return "".join(pieces)
 
 
+# Identifiers repeat on every event of a session (its id, its working directory): the
+# ones found clean are remembered, as ``_anchored_clean`` remembers short clean strings.
+_no_random_run: set[str] = set()
+
+
 def has_random_run(text: str) -> bool:
     """Whether :func:`redact_identifier` would take a random-looking run out of ``text``."""
-    return (
-        len(text) >= _RANDOM_RUN_MIN
-        and is_identifier_shaped(text)
-        and bool(high_entropy_spans(text))
-    )
+    if len(text) < _RANDOM_RUN_MIN or text in _no_random_run:
+        return False
+    if is_identifier_shaped(text) and high_entropy_spans(text):
+        return True
+    if len(_no_random_run) >= _CLEAN_MAX_ENTRIES:
+        _no_random_run.clear()
+    _no_random_run.add(text)
+    return False
 
 
 def redact_text(text: str) -> str:
@@ -407,9 +413,7 @@ def _redacted_item(key: object, item: str, memo: dict[str, str] | None) -> str:
         return item if _is_marker(item) else _marker(kind)
     result = redact_text(item) if memo is None else redact_shared(item, memo)
     identifier = isinstance(key, str) and _is_identifier_key(key)
-    if identifier and len(result) >= _RANDOM_RUN_MIN and is_identifier_shaped(result):
-        return _redact_random_runs(result)
-    return result
+    return _redact_random_runs(result) if identifier and has_random_run(result) else result
 
 
 def redact_shared(text: str, memo: dict[str, str]) -> str:

@@ -153,6 +153,8 @@ _SELF_NAMES = frozenset(
 )
 _CAMEL_WORDS = re.compile(r"[a-z]+(?:[A-Z][a-z]+)+")
 _PASCAL_WORDS = re.compile(r"(?:[A-Z][a-z]+)+")
+# What follows a value when the next setting comes on the same line (a flattened file).
+_NEXT_SETTING = re.compile(r"[ \t]+[A-Za-z_][\w.-]*[ \t]*(?::[ \t]|=[ \t]*[^\s=])")
 _INI_SECTION = re.compile(r"(?m)^[ \t]*\[[\w. \"-]{1,60}\][ \t]*$")
 _SELF_OBJECTS = ("self.", "this.", "cls.", "@")
 
@@ -195,6 +197,8 @@ def _is_code_value(m: re.Match, value: str) -> bool:
     around = text[op_start - 1 : op_start] + text[op_end : op_end + 1]
     if " " not in around and "\t" not in around:
         return False  # PASSWORD=claude_auth_pass: shell, .env, URLs and properties files
+    if _NEXT_SETTING.match(text, m.end()):
+        return False  # a config flattened onto one line: "password: x_y port: 5432"
     if text[op_start] == ":":
         # YAML: "password: maple_orbit_pass" ending its line is the value itself;
         # "Password: must be set" goes on and is a sentence.
@@ -399,13 +403,39 @@ _CHPASSWD = re.compile(
 
 _NETRC = re.compile(r"login[ \t]+\S+[ \t]+password[ \t]+(?P<v4>\S+)")
 
+# -- a container's environment: "- name: DB_PASSWORD" then "value: X" --------------------
+
+_NAMED_VALUE = re.compile(
+    r"(?P<key>pass(?:word|wd)?|secret|token|key)(?![A-Za-z0-9])[\"']?[ \t]*\r?\n"
+    r"[ \t]*(?:-[ \t]*)?value:[ \t]*" + _VALUE,
+    re.IGNORECASE,
+)
+_NAME_LINE = re.compile(r"^[ \t]*(?:-[ \t]*)?name:[ \t]*[\"']?[\w.-]*$")
+
+
+def _check_named_value(m: re.Match) -> bool:
+    text = m.string
+    line_start = text.rfind("\n", 0, m.start()) + 1
+    if not _NAME_LINE.match(text[line_start : m.start()]):
+        return False  # only a name: line followed by its value: line
+    key = m.group("key").lower()
+    if key == "key" and _qualifier_before(text, m.start("key")) not in _KEY_QUALIFIERS:
+        return False
+    value = _value(m)[0]
+    return not (_is_reference(value) or _looks_like_path(value))
+
+
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("/", "~", "./"))
+
+
 # -- prose: "the staging password is X", "Your password `X`" ---------------------------
 
 _PROSE = re.compile(
     r"(?P<key>pass(?:word|wd|phrase|code)|secret|token|key|credentials?)s?"
-    r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+[\w.@:/-]{1,60}){1,3})?"
+    r"(?:[ \t]+(?:for|of|on|to|in|at)(?:[ \t]+(?!(?:is|was|are)\b)[\w.@:/-]{1,60}){1,3})?"
     r"(?:[ \t]+(?:is|was|are|has[ \t]+been|->|→)(?:[ \t]*:)?[ \t]+|[ \t]*:[ \t]+"
-    r"|[ \t]+(?:to[ \t]+)?(?=[`\"]))"
+    r"|[ \t]+(?:to[ \t]+)?)"
     r"(?:now[ \t]+|still[ \t]+|just[ \t]+|set[ \t]+to[ \t]+|changed[ \t]+to[ \t]+)?"
     r"(?:\*\*)?"
     r"(?:`(?P<v5>[^`\n]{1,256})`|\"(?P<v1>[^\"\n]{1,256})\"|'(?P<v3>[^'\n]{1,256})'"
@@ -475,14 +505,16 @@ def _check_prose(m: re.Match) -> bool:
         q = _PROSE_KEY_QUALIFIER.search(text, max(0, start - 24), start)
         if q is not None and q.group(1).lower() in _BENIGN_TOKEN_QUALIFIERS:
             return False
-    value, quoted, _, _ = _prose_value(m)
+    value, quoted, value_start, _ = _prose_value(m)
     if not value or _is_reference(value) or value.startswith(("http://", "https://", "/", "~")):
         return False
     password_like = key.startswith("pass")
-    colon = (
-        ":" in text[m.end("key") : _prose_span(m)[0]]
-        and " is" not in text[m.end("key") : _prose_span(m)[0]]
-    )
+    between = text[m.end("key") : value_start]
+    colon = ":" in between and " is" not in between
+    if not quoted and between.strip().lower() in ("", "s", "to", "s to"):
+        # No verb: "use API key 9f8e...", "set the password to Blu3Fjord!x". Only a value
+        # shaped like a credential counts ("Enter your password to continue" is a sentence).
+        return _looks_minted(value.rstrip(_TRAILING_PUNCTUATION))
     if colon:
         return _looks_minted(value)  # "Password: hunter2x (rotated)"; the rest is left to
         # the assignment rule, which knows code
@@ -506,7 +538,8 @@ def _check_prose(m: re.Match) -> bool:
 
 # "Credentials: ops / hunter2x", "login: admin:hunter2x"
 _USER_AND_PASSWORD = re.compile(
-    r"(?:credentials?|login)[ \t]*:?[ \t]+[\w.@+-]{1,64}[ \t]*(?:/|:|,)[ \t]*"
+    r"(?:credentials?|creds|login)(?:[ \t]+(?:are|is))?[ \t]*:?[ \t]+[\w.@+-]{1,64}"
+    r"[ \t]*(?:/|:|,)[ \t]*"
     r"(?P<v4>[^\s\"'`]{4,256})",
     re.IGNORECASE,
 )
@@ -913,5 +946,18 @@ _RULES: tuple[_Rule, ...] = (
         groups=("v5",),
         check=_check_quoted_after,
         kind_of=lambda m: "password" if m.group("key").lower().startswith("pass") else "secret",
+    ),
+    _Rule(
+        "secret_assignment",
+        (("pass", 0), ("cret", 2), ("ken", 2), ("key", 0)),
+        _NAMED_VALUE,
+        cased=False,
+        groups=_VALUE_GROUPS,
+        check=_check_named_value,
+        kind_of=lambda m: (
+            "password_assignment"
+            if m.group("key").lower().startswith("pass")
+            else "secret_assignment"
+        ),
     ),
 )

@@ -189,4 +189,6 @@ def is_identifier_shaped(text: str) -> bool:
     paths (no line breaks; no spaces unless a path), of a size identifiers have."""
     if not 32 <= len(text) <= 1000 or "\n" in text:
         return False
+    if text.islower() or text.isupper():
+        return False  # a random run mixes both cases: most paths and ids end here, in C
     return " " not in text or text[0] in "/~"

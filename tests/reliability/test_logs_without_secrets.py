@@ -1,0 +1,139 @@
+"""Logs without secrets (issue 33): a secrets run through the stack as docker-compose
+runs it (nginx, gunicorn with its access log on, a Celery worker, PostgreSQL, a private
+Redis), then every log each process wrote is searched for every secret.
+
+The run posts the secrets corpus through the hook endpoint (each text a prompt, in
+sessions that end and get summarized), asks for sessions with secrets in the query
+string (``?session_key=ghp_...``, ``?project=...``), searches the dashboard with one, and
+posts bodies that fail validation with secrets inside. No 12-character piece of any
+secret, in any letter case, may be in nginx's, gunicorn's or the worker's output.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import requests
+
+from lifecycle.models import Session
+from memory.models import Summary
+from sessionhub.services import api_token_create, team_get_or_create
+from tests.conftest import claude_code_hooks, secret_cases
+
+from .helpers import (
+    Nginx,
+    current_database_url,
+    gunicorn_as_deployed,
+    needs_postgres_and_redis,
+    redis_server,
+    service_env,
+    stop_process,
+    wait_until,
+)
+from .test_faults import celery_worker
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PIECE = 12
+
+
+@pytest.fixture(autouse=True)
+def _real_services() -> None:
+    reason = needs_postgres_and_redis()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def logged_stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
+    with redis_server() as redis:
+        env = service_env(
+            DATABASE_URL=current_database_url(),
+            REDIS_URL=redis.url,
+            GUNICORN_ACCESS_LOG="-",
+            LOG_LEVEL="INFO",
+        )
+        logs = {name: tmp_path / f"{name}.log" for name in ("gunicorn", "nginx", "worker")}
+        web, web_port = gunicorn_as_deployed(env, logs["gunicorn"], workers=2)
+        front = Nginx(web_port, logs["nginx"])
+        worker = celery_worker(env, logs["worker"])
+        try:
+            front.start()
+            yield {"url": front.url, "logs": logs}
+        finally:
+            front.close()
+            stop_process(worker)
+            stop_process(web)
+
+
+def pieces(secret: str) -> set[str]:
+    lowered = secret.lower()
+    if len(lowered) < PIECE:
+        return {lowered}
+    return {lowered[i : i + PIECE] for i in range(len(lowered) - PIECE + 1)}
+
+
+def test_no_secret_in_any_log_after_a_secrets_run(logged_stack: dict[str, Any]) -> None:
+    url = logged_stack["url"]
+    team = team_get_or_create(slug="acme", name="Acme")
+    _, token = api_token_create(team=team, name="gw", scopes=["ingest", "read"])
+    cases = [case for case in secret_cases() if case["secrets"]]
+    secrets = sorted({s for case in cases for s in case["secrets"]} | {token})
+    base = claude_code_hooks("basic")
+    start, prompt, end = base[0], base[1], base[-1]
+    http = requests.Session()
+    http.headers["Authorization"] = f"Bearer {token}"
+    sessions = 4
+    for n in range(sessions):
+        sid = f"logs-{n}-{start['session_id'][7:]}"
+        batch = [{**start, "session_id": sid}]
+        for i, case in enumerate(cases[n::sessions]):
+            batch.append(
+                {
+                    **prompt,
+                    "session_id": sid,
+                    "prompt": case["text"],
+                    "sessionhub": {"event_id": f"logs-{n}-{i}"},
+                }
+            )
+        batch.append({**end, "session_id": sid})
+        response = http.post(url + "/api/v1/hooks/claude-code", json=batch, timeout=60)
+        assert response.status_code == 200, response.text[:500]
+        assert response.json()["accepted"] == len(batch), response.text[:2000]
+    for case in cases[:20]:
+        secret = case["secrets"][0]
+        quoted = urllib.parse.quote(secret, safe="")
+        for path in (
+            f"/api/v1/sessions?session_key={quoted}",
+            f"/api/v1/sessions?project={quoted}&token={urllib.parse.quote(token)}",
+            f"/dashboard/?q={quoted}",
+            f"/api/v1/sessions/{quoted}",
+        ):
+            http.get(url + path, timeout=30, allow_redirects=False)
+        bad = http.post(url + "/api/v1/events", json={"event_id": secret}, timeout=30)
+        assert bad.status_code in (200, 400), bad.text[:300]
+        http.post(
+            url + "/api/v1/events",
+            data=b'{"kind": "prompt", "text": "' + case["text"].encode() + b'"',  # cut JSON
+            headers={"Content-Type": "application/json"},
+            timeout=30,
+        )
+    wait_until(lambda: Summary.objects.filter(team=team).count() >= sessions, 120, 0.5)
+    assert Session.objects.filter(team=team).count() == sessions
+
+    logs = logged_stack["logs"]
+    assert "GET /api/v1/sessions" in logs["gunicorn"].read_text()  # the access log is on
+    found = []
+    for name, path in logs.items():
+        for line in path.read_text(errors="replace").splitlines():
+            lowered = line.lower()
+            found += [
+                f"{name}: {secret[:6]}... in {line[:200]!r}"
+                for secret in secrets
+                if any(piece in lowered for piece in pieces(secret))
+            ]
+    assert found == [], "\n".join(found[:20])
