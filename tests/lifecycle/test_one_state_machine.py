@@ -18,7 +18,15 @@ from lifecycle.models import EventKind, Session
 
 # Columns the statement writes that are the session's, not the fold's: what the first
 # event that names them fills in, and the memory and row bookkeeping.
-NOT_FOLDED = {"session_key", "channel", "cwd", "project", "memory_dirty_at", "updated_at"}
+NOT_FOLDED = {
+    "session_key",
+    "channel",
+    "cwd",
+    "project",
+    "developer",
+    "memory_dirty_at",
+    "updated_at",
+}
 PHASES = ("", "pre", "post", "final")
 EVERY_FACT = {"model": "m-1", "token_count": 12, "message_count": 3, "run_trigger": "cron"}
 

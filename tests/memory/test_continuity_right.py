@@ -20,7 +20,10 @@ from .test_secrets_end_to_end import database_rows, strings_in
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-CASES = read_jsonl(FIXTURES / "secrets.jsonl")
+# Rows of kind "identifier" hold a secret only an identifier's position gives away (a
+# random run in a session id or a folder name); the identifier tests send them where they
+# belong. Here every text goes through free-text fields too.
+CASES = [c for c in read_jsonl(FIXTURES / "secrets.jsonl") if c.get("kind") != "identifier"]
 
 
 def sources(answer: dict[str, Any]) -> list[str]:

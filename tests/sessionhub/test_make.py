@@ -7,12 +7,24 @@ import os
 import shutil
 import sqlite3
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="no make")
+
+
+@pytest.fixture(autouse=True)
+def _leave_no_env_file() -> Iterator[None]:
+    """``make superuser`` writes a development ``.env`` into the checkout when it has none;
+    one left behind would turn DEBUG on for every later test that runs ``manage.py``."""
+    dotenv = REPO / ".env"
+    had = dotenv.exists()
+    yield
+    if not had:
+        dotenv.unlink(missing_ok=True)
 
 
 def make(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
