@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -341,6 +341,23 @@ class ContinuityAnswerSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
+class ContinuityPendingAnswerSerializer(serializers.Serializer):
+    """What a ``pending`` request gets: the manual continues that waited for the session
+    (none when it is unknown), claimed as delivered."""
+
+    session_id = serializers.UUIDField(allow_null=True)
+    trigger = serializers.CharField()
+    preamble = serializers.CharField(allow_blank=True)
+    record_ids = serializers.ListField(child=serializers.IntegerField())
+
+
+_CONTINUITY_ANSWER = PolymorphicProxySerializer(
+    component_name="ContinuityAnswerOrPending",
+    serializers=[ContinuityAnswerSerializer, ContinuityPendingAnswerSerializer],
+    resource_type_field_name=None,
+)
+
+
 class ContinuityRecordSerializer(ContinuityAnswerSerializer):
     curated_pins = serializers.ListField(child=serializers.DictField())
     delivered_at = serializers.DateTimeField(allow_null=True)
@@ -359,7 +376,7 @@ class ContinuityApi(APIView):
 
     @extend_schema(
         request=ContinuityRequestSerializer,
-        responses={200: ContinuityAnswerSerializer, 400: _ERROR, 404: _ERROR},
+        responses={200: _CONTINUITY_ANSWER, 400: _ERROR, 404: _ERROR},
     )
     def post(self, request: Request) -> Response:
 
