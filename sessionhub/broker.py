@@ -23,16 +23,22 @@ import logging
 from typing import Any
 
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 
 logger = logging.getLogger(__name__)
 
 _restore_unacked = kombu_redis.QoS.restore_unacked
+_ack = kombu_redis.QoS.ack
+
+
+def _closed(qos: Any) -> bool:
+    transport = qos.channel.connection
+    return transport is None or transport.client is None
 
 
 def restore_unacked_unless_closed(self: Any, client: Any = None) -> None:
     """kombu's ``QoS.restore_unacked``, skipped when the channel's connection is closed."""
-    transport = self.channel.connection
-    if client is None and (transport is None or transport.client is None):
+    if client is None and _closed(self):
         if self._delivered:
             logger.warning(
                 "broker connection closed: %d unacknowledged message(s) left to Redis "
@@ -44,7 +50,20 @@ def restore_unacked_unless_closed(self: Any, client: Any = None) -> None:
     _restore_unacked(self, client)
 
 
+def ack_unless_closed(self: Any, delivery_tag: Any) -> None:
+    """kombu's ``QoS.ack``: a task that finishes after its connection closed acknowledges
+    nothing in Redis (the same missing client would raise); Redis gives the message back
+    after the visibility timeout, and the task's work is idempotent."""
+    if _closed(self):
+        logger.warning("broker connection closed: acknowledgement left to Redis")
+        virtual.QoS.ack(self, delivery_tag)  # forgotten in this process only
+        return
+    _ack(self, delivery_tag)
+
+
 def install() -> None:
-    """Put the guard in place (idempotent)."""
+    """Put the guards in place (idempotent)."""
     if kombu_redis.QoS.restore_unacked is not restore_unacked_unless_closed:
         kombu_redis.QoS.restore_unacked = restore_unacked_unless_closed  # type: ignore[method-assign]
+    if kombu_redis.QoS.ack is not ack_unless_closed:
+        kombu_redis.QoS.ack = ack_unless_closed  # type: ignore[method-assign]
