@@ -1,4 +1,9 @@
-"""Ingestion and the session lifecycle: the only code that writes sessions and events.
+"""Ingestion and the session lifecycle: the code that writes sessions and events.
+
+Three writers stand outside it, each named where it writes: ``manage.py import_sessions``
+(memory/export.py, which redacts as ingestion does), the continuity record's
+``continued_by`` link (one statement with the record, memory/statements.py) and the
+one-off ``split_merged_agents`` repair.
 
 The ingest path is: adapt (validate) → redact → one transaction that stores the events,
 with the client's event id as the idempotency key, and moves the sessions' state →

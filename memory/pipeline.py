@@ -506,11 +506,6 @@ def session_process_until_clean(
     return True
 
 
-def session_waiting(session_id: str) -> str | None:
-    """The status of a session whose events wait for its memory; None when none do."""
-    return lifecycle_services.memory_waiting(session_id)
-
-
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:
     """Redact stored rows written under older rules (those ``only`` selects, when given);
     returns how many changed."""

@@ -9,6 +9,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
+from lifecycle import services as lifecycle_services
 from lifecycle.models import OPEN_STATUSES, Session
 
 from . import pipeline
@@ -49,7 +50,7 @@ def process_session(session_id: str) -> bool:
     # (docs/benchmarks.md); the first run after a quiet spell still comes after the short
     # settle, and the session's end is queued at once by ingestion.
     if found and not eager:
-        waiting = pipeline.session_waiting(session_id)
+        waiting = lifecycle_services.memory_waiting(session_id)
         if waiting is not None:
             countdown = (
                 settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
