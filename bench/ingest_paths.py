@@ -82,7 +82,15 @@ def main() -> None:
     parser.add_argument("--checkout", type=Path, help="another tree to compare (--mode wsgi)")
     parser.add_argument("--callgrind", action="store_true", help="instruction counts too")
     parser.add_argument("--profile-out", type=Path, help="(round) write cProfile stats here")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        default=int(os.environ.get("SESSIONHUB_BENCH_BATCH", "1")),
+        help="(wsgi, profile) events per request, as make bench's batch part posts them",
+    )
     args = parser.parse_args()
+    # The rounds run in child interpreters: they read the batch size from the environment.
+    os.environ["SESSIONHUB_BENCH_BATCH"] = str(args.batch)
     if args.mode == "wsgi":
         _wsgi_compare(args)
         return
@@ -248,7 +256,14 @@ def _wsgi_round(requests: int, profile_out: Path | None) -> None:
     for key in ("tool_name", "tool_input", "tool_response", "tool_use_id"):
         start.pop(key)
     post(json.dumps(start).encode())
-    bodies = [_hook_body(session_id, n) for n in range(1, WARM_UP + requests + 1)]
+    size = int(os.environ.get("SESSIONHUB_BENCH_BATCH", "1"))
+    if size > 1:  # a list of one session's events, as bench/hooks.lua batches them
+        bodies = [
+            b"[" + b",".join(_hook_body(session_id, n * size + i) for i in range(size)) + b"]"
+            for n in range(1, WARM_UP + requests + 1)
+        ]
+    else:
+        bodies = [_hook_body(session_id, n) for n in range(1, WARM_UP + requests + 1)]
     for body in bodies[:WARM_UP]:
         post(body)
     cpu: list[float] = []
