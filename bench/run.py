@@ -59,11 +59,11 @@ def _production_gunicorn() -> tuple[int, int]:
 WORKERS, THREADS = _production_gunicorn()
 
 TARGETS = {
-    # Batch ingest: 10,000 events/s, or half of what the raw database took in the same run
-    # where that itself was under 10,000.
-    "batch_eps": 10_000,
-    "batch_vs_raw": 0.5,
+    # Batch ingest: at least this share of what the raw database took in the same round.
+    "batch_vs_raw": 0.6,
     "single_vs_peer": 1.0,
+    # CPU per single-event request, every SessionHub process, over the peer's own.
+    "cpu_vs_peer": 1.0,
     "single_p99_ms": 15.0,
     "continuity_p99_ms": 25.0,
     "mcp_search_p99_ms": 25.0,
@@ -1082,14 +1082,11 @@ def worst_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     if with_batch:
 
         def batch_key(r: dict[str, Any]) -> tuple[bool, float]:
-            # A round that misses the target first (10,000 events/s, or half of raw where
-            # raw is under that), then the lowest share of raw (or events/s without raw).
+            # A round that misses the target first (its share of raw), then the lowest
+            # share of raw (or events/s without raw).
             eps, raw = r["batch"]["eps"], r.get("raw")
             ratio = eps / raw["eps"] if raw and raw["eps"] else None
-            slow_raw = raw is not None and raw["eps"] < TARGETS["batch_eps"]
-            met = eps >= TARGETS["batch_eps"] or (
-                slow_raw and ratio is not None and ratio >= TARGETS["batch_vs_raw"]
-            )
+            met = ratio is not None and ratio >= TARGETS["batch_vs_raw"]
             return (not met, -(ratio if ratio is not None else eps))
 
         chosen = _worst(with_batch, batch_key)
@@ -1098,6 +1095,14 @@ def worst_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
             worst["raw"] = chosen["raw"]
     elif any(r.get("raw") for r in rounds):
         worst["raw"] = min((r["raw"] for r in rounds if r.get("raw")), key=lambda f: f["eps"])
+    cpu_rounds = [r for r in rounds if cpu_vs_peer(r) is not None]
+    if cpu_rounds:
+        chosen = _worst(cpu_rounds, lambda r: cpu_vs_peer(r))
+        worst["cpu"] = {
+            "ratio": cpu_vs_peer(chosen),
+            "ours": chosen["single"]["cpu_ms"],
+            "peer": chosen["peer"]["cpu_ms"],
+        }
     for key in ("continuity", "mcp"):
         parts = [r[key] for r in rounds if r.get(key)]
         if not parts:
@@ -1115,6 +1120,22 @@ def worst_of_rounds(rounds: list[dict[str, Any]]) -> dict[str, Any]:
     if spread:
         worst["continuity_spread_days"] = spread[0]
     return worst
+
+
+def peer_cpu_ms(cpu: dict[str, float]) -> float:
+    """The peer's CPU per request: its own process (SessionHub's idle processes, sampled
+    during the peer's rounds, are left out)."""
+    return cpu["peer"] if "peer" in cpu else sum(cpu.values())
+
+
+def cpu_vs_peer(r: dict[str, Any]) -> float | None:
+    """A round's CPU per single-event request, all of SessionHub's processes (front, web,
+    PostgreSQL, worker, Redis), over the peer's."""
+    single, peer = r.get("single"), r.get("peer")
+    if not single or not peer or not single.get("cpu_ms") or not peer.get("cpu_ms"):
+        return None
+    theirs = peer_cpu_ms(peer["cpu_ms"])
+    return sum(single["cpu_ms"].values()) / theirs if theirs else None
 
 
 def rounds_text(rounds: list[dict[str, Any]]) -> list[str]:
@@ -1135,6 +1156,12 @@ def rounds_text(rounds: list[dict[str, Any]]) -> list[str]:
         if all(x is not None for x in ratios):
             text += " (÷ peer " + ", ".join(f"{x:.2f}" for x in ratios) + ")"
         lines.append(f"  single-event ingest: {text}")
+    cpu = [cpu_vs_peer(r) for r in rounds]
+    if any(x is not None for x in cpu):
+        lines.append(
+            "  CPU per single event ÷ peer: "
+            + ", ".join("—" if x is None else f"{x:.2f}" for x in cpu)
+        )
     fixed = [r["fixed"] for r in rounds if r.get("fixed")]
     if fixed:
         lines.append(f"  300/s open loop, p99: {each([f['p99_ms'] for f in fixed], 1, ' ms')}")
@@ -1234,20 +1261,25 @@ def render(r: dict[str, Any]) -> str:
             "p99 ≤ 15 ms",
             fixed["p99_ms"] <= TARGETS["single_p99_ms"] and not fixed["failures"],
         )
+    cpu = r.get("cpu")
+    if cpu:
+        ours = sum(cpu["ours"].values())
+        row(
+            "CPU per single-event request, all of SessionHub's processes (ms)",
+            f"{ours:.2f}",
+            f"claude-mem {peer_cpu_ms(cpu['peer']):.2f}; ratio {cpu['ratio']:.2f}",
+            f"ratio ≤ {TARGETS['cpu_vs_peer']:g}",
+            cpu["ratio"] <= TARGETS["cpu_vs_peer"],
+        )
     batch, raw = r.get("batch"), r.get("raw")
     ratio = batch["eps"] / raw["eps"] if batch and raw and raw["eps"] else None
     if batch:
-        slow_raw = raw is not None and raw["eps"] < TARGETS["batch_eps"]
         row(
             "batch ingest, 100 events per request (events/s)",
             _n(batch["eps"]),
             "",
-            "≥ 10,000, or ≥ 0.5 of raw where raw is under 10,000",
-            not batch["errors"]
-            and (
-                batch["eps"] >= TARGETS["batch_eps"]
-                or (slow_raw and ratio is not None and ratio >= TARGETS["batch_vs_raw"])
-            ),
+            f"≥ {TARGETS['batch_vs_raw']:g} of raw",
+            not batch["errors"] and ratio is not None and ratio >= TARGETS["batch_vs_raw"],
         )
     if raw:
         row(

@@ -107,13 +107,47 @@ def test_a_target_counts_only_when_every_round_meets_it(run: ModuleType) -> None
     assert "  batch: 12,000, 11,000, 10,500 events/s (÷ raw 0.60, 0.50, 0.58)" in table
 
 
-def test_the_batch_round_that_misses_its_target_is_the_worst(run: ModuleType) -> None:
+def test_the_batch_round_with_the_lowest_share_of_raw_is_the_worst(run: ModuleType) -> None:
     rounds = [
-        {"batch": {"eps": 9_000.0, "errors": 0}, "raw": {"eps": 30_000.0, "writers": 2}},
+        {"batch": {"eps": 9_000.0, "errors": 0}, "raw": {"eps": 12_000.0, "writers": 2}},
         {"batch": {"eps": 10_500.0, "errors": 0}, "raw": {"eps": 40_000.0, "writers": 2}},
     ]
-    # The second has the lower share of raw, but only the first misses 10,000 events/s.
-    assert run.worst_of_rounds(rounds)["batch"]["eps"] == 9_000.0
+    # The second stored more events a second but took a smaller share of its round's raw
+    # database (0.26 against 0.75): the target is the share, so it is the worst.
+    worst = run.worst_of_rounds(rounds)
+    assert worst["batch"]["eps"] == 10_500.0
+    line = next(
+        x
+        for x in run.render({**worst, "rounds": rounds}).splitlines()
+        if x.startswith("| batch ingest")
+    )
+    assert line.endswith("| NOT MET |")
+
+
+def test_cpu_per_event_is_the_rounds_highest_share_of_the_peers(run: ModuleType) -> None:
+    speed = {"p50_ms": 5.0, "p99_ms": 20.0, "errors": 0}
+
+    def round_(ours: dict[str, float], peer: float) -> dict[str, object]:
+        return {
+            "single": {"rps": 900.0, "cpu_ms": ours, "rounds": [900.0], **speed},
+            # SessionHub's idle worker sampled during the peer's round is not the peer's.
+            "peer": {"rps": 800.0, "cpu_ms": {"worker": 0.3, "peer": peer}, "rounds": [800.0]}
+            | speed,
+        }
+
+    rounds = [
+        round_({"web": 0.6, "postgres": 0.3}, 1.0),  # 0.90
+        round_({"web": 0.9, "postgres": 0.4, "front": 0.1}, 1.2),  # 1.17: the worst
+        round_({"web": 0.5, "postgres": 0.3}, 1.0),  # 0.80
+    ]
+    worst = run.worst_of_rounds(rounds)
+    assert worst["cpu"]["ratio"] == pytest.approx(1.4 / 1.2)
+    table = run.render({**worst, "rounds": rounds})
+    line = next(x for x in table.splitlines() if x.startswith("| CPU per single-event"))
+    assert "claude-mem 1.20; ratio 1.17" in line and line.endswith("| NOT MET |")
+    assert "  CPU per single event ÷ peer: 0.90, 1.17, 0.80" in table
+    met = run.worst_of_rounds([rounds[0], rounds[2]])
+    assert run.render({**met, "rounds": [rounds[0], rounds[2]]}).count("| met |") >= 1
 
 
 def test_one_round_reports_that_round(run: ModuleType) -> None:
