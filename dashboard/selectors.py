@@ -128,7 +128,7 @@ def channels_for_filter(team: Team) -> list[str]:
     """The channels the team's sessions came through, cached for a few minutes: the
     DISTINCT reads every session of the team (60 ms with 100,000 of them)."""
     key = f"dashboard:channels:{team.pk}"
-    channels = cache.get(key)
+    channels: list[str] | None = cache.get(key)
     if channels is None:
         channels = list(
             Session.objects.filter(team=team)
@@ -145,7 +145,7 @@ def _session_people(team: Team, limit: int = 300) -> dict[str, list[str]]:
     """The developers and the projects of the team's sessions (the filter menus'
     choices), in one DISTINCT, cached for a few minutes like the channels."""
     key = f"dashboard:people:{team.pk}"
-    found = cache.get(key)
+    found: dict[str, list[str]] | None = cache.get(key)
     if found is None:
         pairs = list(
             Session.objects.filter(team=team)
