@@ -54,17 +54,22 @@ test-sqlite: install ## The embedded default's leg: ingest, state and continuity
 		SESSIONHUB_TEST_SQLITE_FILE="$$tmp/test.sqlite3" \
 		$(BIN)/python -m pytest -p no:cacheprovider $(SQLITE_TESTS) $(PYTEST_ARGS)
 
+# The apps held to mypy --strict (the same configuration and plugins, pyproject.toml).
+STRICT_PACKAGES := sessionhub lifecycle memory dashboard
+
 .PHONY: lint
-lint: install ## ruff check and format check, mypy, Django checks, migrations up to date
+lint: install ## ruff check and format check, mypy (--strict for the apps), Django checks, migrations up to date
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy --strict $(STRICT_PACKAGES)
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py makemigrations --check --dry-run
 
 .PHONY: typecheck
-typecheck: install ## mypy with the Django and DRF plugins (configured in pyproject.toml)
+typecheck: install ## mypy with the Django and DRF plugins (configured in pyproject.toml), --strict for the apps
 	$(BIN)/mypy
+	$(BIN)/mypy --strict $(STRICT_PACKAGES)
 
 .PHONY: format
 format: install ## Format the code with ruff

@@ -50,7 +50,7 @@ def nice_ceiling(value: float) -> float:
     """The smallest 1, 2 or 5 times a power of ten that is at least ``value``."""
     if value <= 0:
         return 1
-    power = 10 ** math.floor(math.log10(value))
+    power: float = 10 ** math.floor(math.log10(value))  # an int from 1 up: whole ticks
     for step in (1, 2, 5, 10):
         if value <= step * power:
             return step * power

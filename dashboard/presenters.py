@@ -1,79 +1,44 @@
-"""What the dashboard's pages show, built from the selectors' rows: the overview's
-counts and charts, the timeline's lines and icons, the session strip."""
+"""What the dashboard's pages show, shaped from the rows dashboard.selectors read: the
+overview's counts and charts, the timeline's lines and icons, the session strip. Nothing
+here queries the database; the views hand every row in."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time, timedelta
-from typing import Any, cast
+from datetime import date, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, DurationField, ExpressionWrapper, F, Q, QuerySet, Sum
-from django.db.models.functions import TruncDate, TruncHour
 from django.urls import reverse
 from django.utils import timezone
 
 from lifecycle import selectors as lifecycle_selectors
-from lifecycle.models import (
-    OPEN_STATUSES,
-    EventKind,
-    LifecycleEvent,
-    Session,
-    SessionStatus,
-    foreground_q,
-)
-from memory.models import (
-    LlmUsage,
-    Observation,
-    Pin,
-    SessionFeatures,
-    StreamTail,
-    Summary,
-)
-from memory.selectors import session_memory
-from sessionhub.models import Team
+from lifecycle.models import EventKind, LifecycleEvent, Session, SessionStatus
+from memory.models import Observation, Pin, SessionFeatures, StreamTail, Summary
 
 from . import charts, costs
 from .charts import Chart
 from .selectors import (
-    CHAIN_LIMIT,
+    COMPACTION_BUCKETS,
+    DURATION_BUCKETS,
     GAP_SECONDS,
-    OBSERVATION_LIMIT,
-    TIMELINE_LIMIT,
+    HOURS,
     McpCalls,
+    OverviewRows,
     RecordView,
-    continuity_records,
-    mcp_calls,
+    SessionRows,
 )
 
 # --- the overview --------------------------------------------------------------------------
 
-DURATION_BUCKETS: list[tuple[str, float, float | None]] = [
-    ("< 1 min", 0, 60),
-    ("1-5 min", 60, 300),
-    ("5-15 min", 300, 900),
-    ("15-60 min", 900, 3600),
-    ("1-4 h", 3600, 4 * 3600),
-    ("4-24 h", 4 * 3600, 86400),
-    ("> 1 day", 86400, None),
-]
-COMPACTION_BUCKETS: list[tuple[str, int, int | None]] = [
-    ("0", 0, 0),
-    ("1", 1, 1),
-    ("2", 2, 2),
-    ("3", 3, 3),
-    ("4", 4, 4),
-    ("5+", 5, None),
-]
 STATUS_CSS: dict[str, str] = {
     SessionStatus.ACTIVE: "s-active",
     SessionStatus.SUSPENDED: "s-suspended",
     SessionStatus.ENDED: "s-ended",
     SessionStatus.CRASHED: "s-crashed",
 }
-HOURS = 48
 
 
 @dataclass
@@ -121,18 +86,9 @@ class Overview:
     project: str = ""
 
 
-def _day_series(
-    team: Team, since: datetime, days: list[date], narrow: Q | None = None
-) -> list[charts.Series]:
-    rows = (
-        Session.objects.filter(foreground_q(), narrow or Q(), team=team, started_at__gte=since)
-        .annotate(day=TruncDate("started_at"))
-        .values_list("day", "status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+def _day_series(per_day: list[tuple[date, str, int]], days: list[date]) -> list[charts.Series]:
     per: dict[str, dict[date, int]] = defaultdict(dict)
-    for day, status, n in rows:
+    for day, status, n in per_day:
         per[status][day] = n
     return [
         charts.Series(label, [per[value].get(d, 0) for d in days], STATUS_CSS[value])
@@ -140,37 +96,8 @@ def _day_series(
     ]
 
 
-def _window_totals(window: QuerySet[Session]) -> dict[str, Any]:
-    """One aggregate over the window: totals, and a count per duration and compaction
-    bucket (``d0``... and ``c0``...)."""
-    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
-    aggregates: dict[str, Any] = {
-        "sessions": Count("id"),
-        "crashed": Count("id", filter=Q(status=SessionStatus.CRASHED)),
-        "events": Sum("event_count"),
-        "compactions": Sum("compaction_count"),
-    }
-    for i, (_, low, high) in enumerate(DURATION_BUCKETS):
-        cond = Q(ended_at__isnull=False, duration__gte=timedelta(seconds=low))
-        if high is not None:
-            cond &= Q(duration__lt=timedelta(seconds=high))
-        aggregates[f"d{i}"] = Count("id", filter=cond)
-    for i, (_, low, high) in enumerate(COMPACTION_BUCKETS):
-        cond = Q(compaction_count__gte=low)
-        if high is not None:
-            cond &= Q(compaction_count__lte=high)
-        aggregates[f"c{i}"] = Count("id", filter=cond)
-    return window.annotate(duration=duration).aggregate(**aggregates)
-
-
-def _counts(team: Team, totals: dict[str, Any], narrow: Q | None = None) -> dict[str, int]:
+def _counts(totals: dict[str, Any], open_now: dict[str, int]) -> dict[str, int]:
     """The overview's figures: the window's totals and the sessions open right now."""
-    open_now = dict(
-        Session.objects.filter(foreground_q(), narrow or Q(), team=team, status__in=OPEN_STATUSES)
-        .values_list("status")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
     return {
         "sessions": totals["sessions"] or 0,
         "active": open_now.get(SessionStatus.ACTIVE, 0),
@@ -181,26 +108,16 @@ def _counts(team: Team, totals: dict[str, Any], narrow: Q | None = None) -> dict
     }
 
 
-def _per_day_chart(
-    team: Team, since: datetime, first_day: date, days: int, narrow: Q | None = None
-) -> Chart:
+def _per_day_chart(per_day: list[tuple[date, str, int]], first_day: date, days: int) -> Chart:
     day_list = [first_day + timedelta(days=i) for i in range(days)]
     return charts.column_chart(
         title=f"Sessions started per day, by status (last {days} days)",
         labels=[d.strftime("%b %d") for d in day_list],
-        series=_day_series(team, since, day_list, narrow),
+        series=_day_series(per_day, day_list),
     )
 
 
-def _per_hour_chart(team: Team, now: datetime) -> Chart:
-    hour_start = (now - timedelta(hours=HOURS - 1)).replace(minute=0, second=0, microsecond=0)
-    hourly = dict(
-        LifecycleEvent.objects.filter(team=team, received_at__gte=hour_start)
-        .annotate(hour=TruncHour("received_at"))
-        .values_list("hour")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
+def _per_hour_chart(hourly: dict[datetime, int], hour_start: datetime) -> Chart:
     hours = [hour_start + timedelta(hours=i) for i in range(HOURS)]
     return charts.column_chart(
         title=f"Events received per hour (last {HOURS} hours)",
@@ -237,20 +154,11 @@ def _bucket_charts(totals: dict[str, Any], days: int) -> list[Chart]:
     ]
 
 
-def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
-    """The agents and the projects with the most sessions in the window (eight of each)."""
-    agents = list(
-        window.values_list("agent_id", "agent__name", "agent__external_id", "agent__developer")
-        .annotate(n=Count("id"))
-        .order_by("-n", "agent__name")[:8]
-    )
+def _top_charts(
+    agents: list[tuple[Any, ...]], projects: list[tuple[str, int]], days: int
+) -> list[Chart]:
+    """The agents and the projects with the most sessions in the window."""
     shared = _shared_names(name for _, name, *_ in agents)
-    projects = list(
-        window.exclude(project="")
-        .values_list("project")
-        .annotate(n=Count("id"))
-        .order_by("-n", "project")[:8]
-    )
     return [
         charts.bar_list(
             title=f"Top agents (sessions, last {days} days)",
@@ -271,59 +179,25 @@ def _top_charts(window: QuerySet[Session], days: int) -> list[Chart]:
     ]
 
 
-def overview(
-    team: Team,
-    *,
-    days: int = 14,
-    now: datetime | None = None,
-    developer: str = "",
-    project: str = "",
-) -> Overview:
-    """The overview page's numbers: a handful of aggregate queries over the window, of
-    one developer's or one project's sessions when asked."""
-    now = now or timezone.now()
-    first_day = timezone.localdate(now) - timedelta(days=days - 1)
-    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
-    narrow = Q()
-    if developer:
-        narrow &= Q(developer=developer)
-    if project:
-        narrow &= Q(project=project)
-    # Background runs (heartbeats...) are not the team's work: kept out of the charts.
-    window = Session.objects.filter(foreground_q(), narrow, team=team, started_at__gte=since)
-    totals = _window_totals(window)
-    counts = _counts(team, totals, narrow)
-    per_day = _per_day_chart(team, since, first_day, days, narrow)
-    per_hour = _per_hour_chart(team, now)
-    buckets = _bucket_charts(totals, days)
-    top = _top_charts(window, days)
-    crashed = list(
-        window.filter(status=SessionStatus.CRASHED)
-        .select_related("agent")
-        .order_by("-started_at", "-id")[:8]
-    )
+def overview(rows: OverviewRows) -> Overview:
+    """The overview page's numbers and charts, from the rows its selector read."""
     return Overview(
-        days=days,
-        since=since,
-        counts=counts,
-        charts=[per_day, per_hour, *buckets],
-        top=top,
-        crashed=crashed,
-        tokens=token_usage(
-            team, window, first_day, days, with_summaries=not (developer or project)
-        ),
-        developer=developer,
-        project=project,
+        days=rows.days,
+        since=rows.since,
+        counts=_counts(rows.totals, rows.open_now),
+        charts=[
+            _per_day_chart(rows.per_day, rows.first_day, rows.days),
+            _per_hour_chart(rows.per_hour, rows.hour_start),
+            *_bucket_charts(rows.totals, rows.days),
+        ],
+        top=_top_charts(rows.top_agents, rows.top_projects, rows.days),
+        crashed=rows.crashed,
+        tokens=token_usage(rows.token_rows, rows.summary_tokens, rows.first_day, rows.days),
+        developer=rows.developer,
+        project=rows.project,
     )
 
 
-_USAGE_SUMS = {
-    "input": Sum("input_tokens"),
-    "output": Sum("output_tokens"),
-    "cache_read": Sum("cache_read_tokens"),
-    "cache_write": Sum("cache_write_tokens"),
-    "sessions": Count("id"),
-}
 USAGE_LABELS = {
     "input": "input",
     "output": "output",
@@ -353,26 +227,21 @@ def _ranked(rows: dict[Any, UsageRow]) -> list[UsageRow]:
 
 
 def token_usage(
-    team: Team, window: QuerySet[Session], first_day: date, days: int, *, with_summaries: bool
+    rows: Iterable[dict[str, Any]],
+    summary_per_day: dict[date, int] | None,
+    first_day: date,
+    days: int,
 ) -> TokenUsage:
     """The window's tokens per day (by kind) and their cost, SessionHub's own summaries'
-    spend beside it, and the top projects, developers and agents by tokens: one
-    aggregate over the window (by day, project, developer, agent and model), folded here."""
+    spend beside it (``summary_per_day``; None: not shown), and the top projects,
+    developers and agents by tokens, folded from the window's aggregate rows (by day,
+    project, developer, agent and model)."""
     day_list = [first_day + timedelta(days=i) for i in range(days)]
     per_day: dict[str, dict[date, int]] = {kind: defaultdict(int) for kind in costs.TOKEN_KINDS}
     cost_per_day: dict[date, float] = defaultdict(float)
     totals = dict.fromkeys(costs.TOKEN_KINDS, 0)
     cost_total, unpriced = 0.0, 0
     groups: dict[str, dict[Any, UsageRow]] = {"project": {}, "developer": {}, "agent": {}}
-    rows = cast(
-        Iterable[dict[str, Any]],
-        window.annotate(day=TruncDate("started_at"))
-        .values(
-            "day", "project", "developer", "agent_id", "agent__name", "agent__developer", "model"
-        )
-        .annotate(**_USAGE_SUMS)
-        .order_by(),
-    )
     for row in rows:
         for kind in costs.TOKEN_KINDS:
             per_day[kind][row["day"]] += int(row[kind] or 0)
@@ -405,11 +274,8 @@ def token_usage(
                 entry.cost += price
 
     model = settings.SESSIONHUB["LLM"]["MODEL"]
-    summary_per_day: dict[date, int] = {}
-    if with_summaries:
-        summary_per_day = dict(
-            LlmUsage.objects.filter(team=team, day__gte=first_day).values_list("day", "tokens")
-        )
+    with_summaries = summary_per_day is not None
+    summary_per_day = summary_per_day or {}
     summary_tokens = sum(summary_per_day.values())
     summary_prices = costs.prices_of(model) if model else None
     # The ledger keeps one count per day, not input and output apart: priced at the
@@ -615,23 +481,14 @@ class SessionDetail:
     last_event_id: int
 
 
-def session_detail(session: Session) -> SessionDetail:
-    """The session page: timeline, memory, pins, chain and continuity (a bounded number of
-    queries whatever the session's size; the chain is one query, at most ``CHAIN_LIMIT`` links)."""
-    events = list(lifecycle_selectors.events_for_session(session)[: TIMELINE_LIMIT + 1])
-    truncated = len(events) > TIMELINE_LIMIT
-    events = events[:TIMELINE_LIMIT]
+def session_detail(rows: SessionRows) -> SessionDetail:
+    """The session page: timeline, memory, pins, chain and continuity, from its rows."""
+    session, events, memory = rows.session, rows.events, rows.memory
     spans = lifecycle_selectors.suspend_spans(events)
-    chain = [
-        s
-        for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
-        if s.team_id == session.team_id
-    ]
-    memory = session_memory(session, observation_limit=OBSERVATION_LIMIT, pins=True)
     return SessionDetail(
         session=session,
         items=timeline(events),
-        truncated=truncated,
+        truncated=rows.truncated,
         spans=spans,
         strip=_strip(session, events, spans),
         tail=memory.tail,
@@ -639,14 +496,10 @@ def session_detail(session: Session) -> SessionDetail:
         features=memory.features,
         observations=memory.observations,
         pins=memory.pins or [],
-        chain=chain,
-        following=[s for s in chain if s.previous_session_id == session.pk],
-        continued_from=list(
-            Session.objects.filter(continued_by=session, team_id=session.team_id).order_by(
-                "-started_at"
-            )[:CHAIN_LIMIT]
-        ),
-        records=continuity_records(session),
-        mcp=mcp_calls(session),
+        chain=rows.chain,
+        following=[s for s in rows.chain if s.previous_session_id == session.pk],
+        continued_from=rows.continued_from,
+        records=rows.records,
+        mcp=rows.mcp,
         last_event_id=max((e.id for e in events), default=0),
     )

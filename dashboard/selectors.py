@@ -11,30 +11,46 @@ import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.core.cache import cache
 from django.db import connection
-from django.db.models import F, Q, QuerySet, Value
+from django.db.models import (
+    Count,
+    DurationField,
+    ExpressionWrapper,
+    F,
+    Q,
+    QuerySet,
+    Sum,
+    Value,
+)
 from django.db.models.fields.json import KT
+from django.db.models.functions import TruncDate, TruncHour
 from django.utils import timezone
 
+from lifecycle import selectors as lifecycle_selectors
 from lifecycle.models import (
+    OPEN_STATUSES,
     Agent,
     EventKind,
     LifecycleEvent,
     Session,
+    SessionStatus,
+    foreground_q,
 )
 from memory.models import (
     ContinuityRecord,
+    LlmUsage,
     McpCall,
     Pin,
     StreamTail,
     Summary,
 )
 from memory.pins import active_pins
+from memory.selectors import SessionMemory, session_memory
 from memory.summaries import SECTIONS
 from sessionhub.models import ApiToken, Team
 from sessionhub.refusals import refusals_fold
@@ -112,7 +128,7 @@ def channels_for_filter(team: Team) -> list[str]:
     """The channels the team's sessions came through, cached for a few minutes: the
     DISTINCT reads every session of the team (60 ms with 100,000 of them)."""
     key = f"dashboard:channels:{team.pk}"
-    channels = cache.get(key)
+    channels: list[str] | None = cache.get(key)
     if channels is None:
         channels = list(
             Session.objects.filter(team=team)
@@ -129,7 +145,7 @@ def _session_people(team: Team, limit: int = 300) -> dict[str, list[str]]:
     """The developers and the projects of the team's sessions (the filter menus'
     choices), in one DISTINCT, cached for a few minutes like the channels."""
     key = f"dashboard:people:{team.pk}"
-    found = cache.get(key)
+    found: dict[str, list[str]] | None = cache.get(key)
     if found is None:
         pairs = list(
             Session.objects.filter(team=team)
@@ -309,6 +325,220 @@ def session_headlines(session_ids: Sequence[Any]) -> dict[Any, str]:
     return {sid: (request or final)[:240] for sid, request, final in rows if request or final}
 
 
+# --- the overview --------------------------------------------------------------------------
+
+# The buckets the overview counts the window's sessions in: (label, low, high), high
+# excluded for durations (seconds) and included for compactions; None: no upper bound.
+DURATION_BUCKETS: list[tuple[str, float, float | None]] = [
+    ("< 1 min", 0, 60),
+    ("1-5 min", 60, 300),
+    ("5-15 min", 300, 900),
+    ("15-60 min", 900, 3600),
+    ("1-4 h", 3600, 4 * 3600),
+    ("4-24 h", 4 * 3600, 86400),
+    ("> 1 day", 86400, None),
+]
+COMPACTION_BUCKETS: list[tuple[str, int, int | None]] = [
+    ("0", 0, 0),
+    ("1", 1, 1),
+    ("2", 2, 2),
+    ("3", 3, 3),
+    ("4", 4, 4),
+    ("5+", 5, None),
+]
+HOURS = 48  # the events-per-hour chart's reach
+TOP = 8  # agents and projects in the overview's top lists, crashed sessions listed
+
+
+def overview_window(
+    team: Team, since: datetime, *, developer: str = "", project: str = ""
+) -> QuerySet[Session]:
+    """The team's foreground sessions started since a moment, of one developer or one
+    project when asked (background runs, heartbeats..., are not the team's work)."""
+    return Session.objects.filter(
+        foreground_q(), _narrowed(developer, project), team=team, started_at__gte=since
+    )
+
+
+def _narrowed(developer: str, project: str) -> Q:
+    narrow = Q()
+    if developer:
+        narrow &= Q(developer=developer)
+    if project:
+        narrow &= Q(project=project)
+    return narrow
+
+
+def window_totals(window: QuerySet[Session]) -> dict[str, Any]:
+    """One aggregate over the window: totals, and a count per duration and compaction
+    bucket (``d0``... and ``c0``...)."""
+    duration = ExpressionWrapper(F("ended_at") - F("started_at"), output_field=DurationField())
+    aggregates: dict[str, Any] = {
+        "sessions": Count("id"),
+        "crashed": Count("id", filter=Q(status=SessionStatus.CRASHED)),
+        "events": Sum("event_count"),
+        "compactions": Sum("compaction_count"),
+    }
+    for i, (_, low, high) in enumerate(DURATION_BUCKETS):
+        cond = Q(ended_at__isnull=False, duration__gte=timedelta(seconds=low))
+        if high is not None:
+            cond &= Q(duration__lt=timedelta(seconds=high))
+        aggregates[f"d{i}"] = Count("id", filter=cond)
+    for i, (_, low, high) in enumerate(COMPACTION_BUCKETS):
+        cond = Q(compaction_count__gte=low)
+        if high is not None:
+            cond &= Q(compaction_count__lte=high)
+        aggregates[f"c{i}"] = Count("id", filter=cond)
+    return window.annotate(duration=duration).aggregate(**aggregates)
+
+
+def open_sessions_by_status(
+    team: Team, *, developer: str = "", project: str = ""
+) -> dict[str, int]:
+    """How many of the team's foreground sessions are open right now, per status."""
+    return dict(
+        Session.objects.filter(
+            foreground_q(), _narrowed(developer, project), team=team, status__in=OPEN_STATUSES
+        )
+        .values_list("status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def sessions_per_day(window: QuerySet[Session]) -> list[tuple[date, str, int]]:
+    """(day, status, sessions) of the window, by the day they started."""
+    return list(
+        window.annotate(day=TruncDate("started_at"))
+        .values_list("day", "status")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def events_per_hour(team: Team, hour_start: datetime) -> dict[datetime, int]:
+    """The team's events received per hour since a whole hour."""
+    return dict(
+        LifecycleEvent.objects.filter(team=team, received_at__gte=hour_start)
+        .annotate(hour=TruncHour("received_at"))
+        .values_list("hour")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+
+
+def top_agents(window: QuerySet[Session], limit: int = TOP) -> list[tuple[Any, ...]]:
+    """(agent id, name, external id, developer, sessions) of the window's busiest agents."""
+    return list(
+        window.values_list("agent_id", "agent__name", "agent__external_id", "agent__developer")
+        .annotate(n=Count("id"))
+        .order_by("-n", "agent__name")[:limit]
+    )
+
+
+def top_projects(window: QuerySet[Session], limit: int = TOP) -> list[tuple[str, int]]:
+    """(project, sessions) of the window's busiest projects."""
+    return list(
+        window.exclude(project="")
+        .values_list("project")
+        .annotate(n=Count("id"))
+        .order_by("-n", "project")[:limit]
+    )
+
+
+def crashed_sessions(window: QuerySet[Session], limit: int = TOP) -> list[Session]:
+    """The window's crashed sessions, newest first, with their agents."""
+    return list(
+        window.filter(status=SessionStatus.CRASHED)
+        .select_related("agent")
+        .order_by("-started_at", "-id")[:limit]
+    )
+
+
+TOKEN_SUMS = {
+    "input": Sum("input_tokens"),
+    "output": Sum("output_tokens"),
+    "cache_read": Sum("cache_read_tokens"),
+    "cache_write": Sum("cache_write_tokens"),
+    "sessions": Count("id"),
+}
+
+
+def token_usage_rows(window: QuerySet[Session]) -> list[dict[str, Any]]:
+    """The window's tokens by kind (``input``... as TOKEN_SUMS names them) and sessions,
+    one aggregate row per day, project, developer, agent and model."""
+    rows = (
+        window.annotate(day=TruncDate("started_at"))
+        .values(
+            "day", "project", "developer", "agent_id", "agent__name", "agent__developer", "model"
+        )
+        .annotate(**TOKEN_SUMS)
+        .order_by()
+    )
+    # The plugin's row type leaves out the sums (annotated from a dict): plain dicts here.
+    return cast(list[dict[str, Any]], list(rows))
+
+
+def summary_tokens_per_day(team: Team, first_day: date) -> dict[date, int]:
+    """The tokens SessionHub's own summaries of the team spent each day since a day."""
+    return dict(LlmUsage.objects.filter(team=team, day__gte=first_day).values_list("day", "tokens"))
+
+
+@dataclass
+class OverviewRows:
+    """What the overview page reads of a team, for ``dashboard.presenters.overview``."""
+
+    days: int
+    first_day: date
+    since: datetime  # the window: sessions started since (the first day's midnight)
+    hour_start: datetime  # the events-per-hour chart's first hour
+    developer: str
+    project: str
+    totals: dict[str, Any]
+    open_now: dict[str, int]
+    per_day: list[tuple[date, str, int]]
+    per_hour: dict[datetime, int]
+    top_agents: list[tuple[Any, ...]]
+    top_projects: list[tuple[str, int]]
+    crashed: list[Session]
+    token_rows: list[dict[str, Any]]
+    summary_tokens: dict[date, int] | None  # the team's whole spend: None when narrowed
+
+
+def overview_rows(
+    team: Team,
+    *,
+    days: int = 14,
+    now: datetime | None = None,
+    developer: str = "",
+    project: str = "",
+) -> OverviewRows:
+    """The overview's rows over the last ``days`` days: a handful of aggregate queries, of
+    one developer's or one project's sessions when asked."""
+    now = now or timezone.now()
+    first_day = timezone.localdate(now) - timedelta(days=days - 1)
+    since = datetime.combine(first_day, time.min, tzinfo=timezone.get_current_timezone())
+    hour_start = (now - timedelta(hours=HOURS - 1)).replace(minute=0, second=0, microsecond=0)
+    window = overview_window(team, since, developer=developer, project=project)
+    return OverviewRows(
+        days=days,
+        first_day=first_day,
+        since=since,
+        hour_start=hour_start,
+        developer=developer,
+        project=project,
+        totals=window_totals(window),
+        open_now=open_sessions_by_status(team, developer=developer, project=project),
+        per_day=sessions_per_day(window),
+        per_hour=events_per_hour(team, hour_start),
+        top_agents=top_agents(window),
+        top_projects=top_projects(window),
+        crashed=crashed_sessions(window),
+        token_rows=token_usage_rows(window),
+        summary_tokens=(None if developer or project else summary_tokens_per_day(team, first_day)),
+    )
+
+
 # --- one session ----------------------------------------------------------------------------
 
 
@@ -450,6 +680,52 @@ def mcp_calls(session: Session) -> McpCalls:
     return McpCalls(
         made=[McpCallView(c, returned[c.pk]) for c in mine],
         handed_out=[c for c in rows if not getattr(c, "made", False)][:RECORD_LIMIT],
+    )
+
+
+def continued_from(team: Team, session: Session, limit: int = CHAIN_LIMIT) -> list[Session]:
+    """The team's sessions that a manual continue handed over to this one, newest first."""
+    return list(
+        Session.objects.filter(continued_by=session, team=team).order_by("-started_at")[:limit]
+    )
+
+
+def session_chain(team: Team, session: Session) -> list[Session]:
+    """The session's chain (one query, at most ``CHAIN_LIMIT`` links), the team's only."""
+    return [
+        s
+        for s in lifecycle_selectors.session_chain(session, limit=CHAIN_LIMIT)
+        if s.team_id == team.pk
+    ]
+
+
+@dataclass
+class SessionRows:
+    """What the session page reads, for ``dashboard.presenters.session_detail``."""
+
+    session: Session
+    events: list[LifecycleEvent]  # the first TIMELINE_LIMIT
+    truncated: bool  # whether there were more
+    chain: list[Session]
+    memory: SessionMemory
+    continued_from: list[Session]
+    records: list[RecordView]
+    mcp: McpCalls
+
+
+def session_rows(team: Team, session: Session) -> SessionRows:
+    """The session page's rows: timeline, memory, pins, chain and continuity, a bounded
+    number of queries whatever the session's size. ``team`` is the session's."""
+    events = list(lifecycle_selectors.events_for_session(session)[: TIMELINE_LIMIT + 1])
+    return SessionRows(
+        session=session,
+        events=events[:TIMELINE_LIMIT],
+        truncated=len(events) > TIMELINE_LIMIT,
+        chain=session_chain(team, session),
+        memory=session_memory(session, observation_limit=OBSERVATION_LIMIT, pins=True),
+        continued_from=continued_from(team, session),
+        records=continuity_records(session),
+        mcp=mcp_calls(session),
     )
 
 

@@ -131,7 +131,8 @@ def overview(request: MemberRequest) -> HttpResponse:
     days = days if days in OVERVIEW_DAYS else 14
     developer = request.GET.get("developer", "")[:200]
     project = request.GET.get("project", "")[:500]
-    data = presenters.overview(request.team, days=days, developer=developer, project=project)
+    rows = selectors.overview_rows(request.team, days=days, developer=developer, project=project)
+    data = presenters.overview(rows)
     return _page(
         request,
         "dashboard/overview.html",
@@ -186,9 +187,9 @@ def session_detail(request: MemberRequest, session_id: str) -> HttpResponse:
     session = selectors.session_visible(request.teams, session_id)
     if session is None:
         raise Http404("No such session")
-    return _page(
-        request, "dashboard/session_detail.html", {"d": presenters.session_detail(session)}
-    )
+    # The session is one of the user's teams' (select_related: its team costs nothing).
+    rows = selectors.session_rows(session.team, session)
+    return _page(request, "dashboard/session_detail.html", {"d": presenters.session_detail(rows)})
 
 
 BOARD_DAYS = (7, 14, 30)

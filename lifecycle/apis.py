@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC
 from typing import Any, cast
 
 import django_filters
 from django.conf import settings
+from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
@@ -32,7 +33,7 @@ from sessionhub.authentication import (
 )
 from sessionhub.errors import ApiErrorSerializer, error_body, error_response, json_response
 from sessionhub.exceptions import NotFound, PayloadTooLarge, ValidationFailed
-from sessionhub.models import ApiToken
+from sessionhub.models import ApiToken, Team
 from sessionhub.parsers import is_json_media_type, json_body
 from sessionhub.permissions import SCOPE_DENIED, token_has_scope
 from sessionhub.throttling import token_throttle_wait
@@ -41,6 +42,7 @@ from . import selectors, services, signals
 from .adapters.base import as_key
 from .models import (
     EVENT_FIELDS,
+    Agent,
     EndReason,
     EventKind,
     LifecycleEvent,
@@ -51,7 +53,7 @@ from .models import (
 
 # --- ingestion ---------------------------------------------------------------------------
 
-_RESULT_FIELDS: dict[str, serializers.Field] = {
+_RESULT_FIELDS: dict[str, serializers.Field[Any, Any, Any, Any]] = {
     "index": serializers.IntegerField(),
     "status": serializers.ChoiceField(["accepted", "duplicate", "rejected"]),
     "event_id": serializers.CharField(required=False),
@@ -446,7 +448,7 @@ class SessionFilter(django_filters.FilterSet):
         fields: list[str] = []
 
 
-class AgentRefSerializer(serializers.Serializer):
+class AgentRefSerializer(serializers.Serializer[Agent]):
     id = serializers.UUIDField()
     external_id = serializers.CharField()
     name = serializers.CharField()
@@ -454,7 +456,7 @@ class AgentRefSerializer(serializers.Serializer):
     source = serializers.CharField()  # type: ignore[assignment]
 
 
-class SessionSerializer(serializers.ModelSerializer):
+class SessionSerializer(serializers.ModelSerializer[Session]):
     agent = AgentRefSerializer()
     message_count = serializers.IntegerField()
     duration_seconds = serializers.FloatField(allow_null=True)
@@ -500,19 +502,22 @@ class SessionSerializer(serializers.ModelSerializer):
         ]
 
 
-class EventSerializer(serializers.ModelSerializer):
+class EventSerializer(serializers.ModelSerializer[LifecycleEvent]):
     class Meta:
         model = LifecycleEvent
         fields = ["id", *EVENT_FIELDS]
 
 
-class SuspendSpanSerializer(serializers.Serializer):
+# A plain serializer called with many=True is handed the list: its instance type names both.
+class SuspendSpanSerializer(
+    serializers.Serializer[selectors.SuspendSpan | Sequence[selectors.SuspendSpan]]
+):
     suspended_at = serializers.DateTimeField()
     resumed_at = serializers.DateTimeField(allow_null=True)
     seconds = serializers.FloatField(allow_null=True)
 
 
-class ChainLinkSerializer(serializers.Serializer):
+class ChainLinkSerializer(serializers.Serializer[Session | Sequence[Session]]):
     id = serializers.UUIDField()
     external_id = serializers.CharField()
     status = serializers.CharField()
@@ -533,7 +538,9 @@ class SessionDetailSerializer(SessionSerializer):
 
     def _events(self, session: Session) -> list[LifecycleEvent]:
         # DRF passes the context as a dict; the stubs declare a read-only Mapping.
-        cache = cast(dict[Any, Any], self.context).setdefault("_events", {})
+        cache: dict[object, list[LifecycleEvent]] = cast(dict[str, Any], self.context).setdefault(
+            "_events", {}
+        )
         if session.pk not in cache:
             cache[session.pk] = list(selectors.events_for_session(session)[: self.TIMELINE_LIMIT])
         return cache[session.pk]
@@ -554,11 +561,11 @@ class SessionDetailSerializer(SessionSerializer):
 
 class _TeamScoped(APIView):
     @property
-    def team(self) -> Any:
+    def team(self) -> Team:
         return caller(self.request).team
 
 
-class SessionListApi(_TeamScoped, generics.ListAPIView):
+class SessionListApi(_TeamScoped, generics.ListAPIView[Session]):
     """The team's sessions, newest first, filterable, cursor-paginated."""
 
     required_scope = "read"
@@ -566,7 +573,7 @@ class SessionListApi(_TeamScoped, generics.ListAPIView):
     pagination_class = SessionCursorPagination
     filterset_class = SessionFilter
 
-    def get_queryset(self) -> Any:
+    def get_queryset(self) -> QuerySet[Session]:
         if getattr(self, "swagger_fake_view", False):
             return Session.objects.none()
         return selectors.sessions_for_team(self.team)
@@ -585,14 +592,14 @@ class SessionDetailApi(_TeamScoped, APIView):
         return Response(SessionDetailSerializer(session).data)
 
 
-class SessionEventsApi(_TeamScoped, generics.ListAPIView):
+class SessionEventsApi(_TeamScoped, generics.ListAPIView[LifecycleEvent]):
     """A session's events in time order, cursor-paginated."""
 
     required_scope = "read"
     serializer_class = EventSerializer
     pagination_class = EventCursorPagination
 
-    def get_queryset(self) -> Any:
+    def get_queryset(self) -> QuerySet[LifecycleEvent]:
         if getattr(self, "swagger_fake_view", False):
             return LifecycleEvent.objects.none()
         session = selectors.session_get(team=self.team, session_id=self.kwargs["session_id"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django import forms
 from django.contrib import admin, messages
@@ -24,6 +24,10 @@ from lifecycle.models import OPEN_STATUSES, EventKind, LifecycleEvent, Session
 from sessionhub.admin import ReadOnlyAdmin, TeamScopedAdmin
 from sessionhub.exceptions import ApiError
 from sessionhub.text.redaction import RULES_VERSION
+
+if TYPE_CHECKING:
+    # Development tools only (installed with django-stubs): the type of an annotated row.
+    from django_stubs_ext import WithAnnotations
 
 from .continuity import continuity_continue
 from .curated import pinned_by_of
@@ -118,6 +122,10 @@ class SessionFeaturesAdmin(TeamScopedAdmin):
         return len(features.pending_tasks or [])
 
 
+class _SourceTotal(TypedDict):
+    source_total: int
+
+
 @admin.register(ContinuityRecord)
 class ContinuityRecordAdmin(ReadOnlyAdmin):
     list_display = [
@@ -139,10 +147,11 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
     list_select_related = ["session", "team", "requested_by_user"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[ContinuityRecord]:
-        return super().get_queryset(request).annotate(source_total=Count("sources"))
+        records: QuerySet[ContinuityRecord] = super().get_queryset(request)
+        return records.annotate(source_total=Count("sources"))
 
     @admin.display(description="sources", ordering="source_total")
-    def source_count(self, record: Any) -> int:
+    def source_count(self, record: WithAnnotations[ContinuityRecord, _SourceTotal]) -> int:
         return record.source_total
 
     @admin.display(description="candidates")
@@ -162,6 +171,10 @@ class ContinuityRecordAdmin(ReadOnlyAdmin):
 
     def view_on_site(self, record: ContinuityRecord) -> str:
         return reverse("dashboard:session", args=[record.session_id]) + "#continuity"
+
+
+class _ReturnedTotal(TypedDict):
+    returned_total: int
 
 
 @admin.register(McpCall)
@@ -184,10 +197,11 @@ class McpCallAdmin(ReadOnlyAdmin):
     list_select_related = ["session", "team"]
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[McpCall]:
-        return super().get_queryset(request).annotate(returned_total=Count("returned"))
+        calls: QuerySet[McpCall] = super().get_queryset(request)
+        return calls.annotate(returned_total=Count("returned"))
 
     @admin.display(description="sessions returned", ordering="returned_total")
-    def returned_count(self, record: Any) -> int:
+    def returned_count(self, record: WithAnnotations[McpCall, _ReturnedTotal]) -> int:
         return record.returned_total
 
     def view_on_site(self, record: McpCall) -> str | None:

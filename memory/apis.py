@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 from lifecycle import selectors as lifecycle_selectors
 from lifecycle.adapters import EventInvalid
 from lifecycle.adapters.base import as_key
-from lifecycle.models import Agent, Source
+from lifecycle.models import Agent, Session, Source
 from lifecycle.services import REJECTED, adapter_for, events_ingest, session_for_continuity
 from sessionhub.authentication import caller
 from sessionhub.errors import ApiErrorSerializer
@@ -35,11 +35,15 @@ from .continuity import (
 from .curated import pinned_by_of
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
-from .selectors import session_memory
+from .selectors import SessionMemory, session_memory
 from .summaries import SECTIONS
 from .tasks import summarize_session
 
 _ERROR = ApiErrorSerializer
+
+# What the plain serializers below read (a request body) or describe (an answer built as
+# a dict): a JSON object. The model serializers name their model instead.
+JsonObject = dict[str, Any]
 
 
 def _uuid_or_404(value: str, what: str) -> uuid.UUID:
@@ -49,13 +53,13 @@ def _uuid_or_404(value: str, what: str) -> uuid.UUID:
         raise NotFound(f"No such {what}") from exc
 
 
-class AgentSerializer(serializers.ModelSerializer):
+class AgentSerializer(serializers.ModelSerializer[Agent]):
     class Meta:
         model = Agent
         fields = ["id", "source", "external_id", "name", "project", "created_at", "last_seen_at"]
 
 
-class PinSerializer(serializers.ModelSerializer):
+class PinSerializer(serializers.ModelSerializer[Pin]):
     is_active = serializers.BooleanField(read_only=True)
 
     class Meta:
@@ -76,7 +80,7 @@ class PinSerializer(serializers.ModelSerializer):
         ]
 
 
-class PinInputSerializer(serializers.Serializer):
+class PinInputSerializer(serializers.Serializer[JsonObject]):
     # ``label`` is also DRF's Field.label attribute, which the stubs type as a string.
     label = StrictCharField(max_length=pin_services.LABEL_MAX)  # type: ignore[assignment]
     content = StrictCharField(
@@ -86,7 +90,7 @@ class PinInputSerializer(serializers.Serializer):
     origin_session = serializers.UUIDField(required=False, allow_null=True)
 
 
-class PinPatchSerializer(serializers.Serializer):
+class PinPatchSerializer(serializers.Serializer[JsonObject]):
     label = StrictCharField(  # type: ignore[assignment]  # as in PinInputSerializer
         max_length=pin_services.LABEL_MAX, required=False
     )
@@ -194,19 +198,19 @@ class PinDetailApi(APIView):
         return Response(PinSerializer(pin).data)
 
 
-class TailSerializer(serializers.ModelSerializer):
+class TailSerializer(serializers.ModelSerializer[StreamTail]):
     class Meta:
         model = StreamTail
         fields = ["text", "final_message", "token_count", "captured_at"]
 
 
-class ObservationSerializer(serializers.ModelSerializer):
+class ObservationSerializer(serializers.ModelSerializer[Observation]):
     class Meta:
         model = Observation
         fields = ["tool_name", "input_digest", "output_digest", "failed", "occurred_at"]
 
 
-class SummarySerializer(serializers.ModelSerializer):
+class SummarySerializer(serializers.ModelSerializer[Summary]):
     class Meta:
         model = Summary
         fields = [
@@ -220,20 +224,20 @@ class SummarySerializer(serializers.ModelSerializer):
         ]
 
 
-class FeaturesSerializer(serializers.ModelSerializer):
+class FeaturesSerializer(serializers.ModelSerializer[SessionFeatures]):
     class Meta:
         model = SessionFeatures
         fields = ["hot_topics", "active_projects", "pending_tasks", "updated_at"]
 
 
-class SessionMemorySerializer(serializers.Serializer):
+class SessionMemorySerializer(serializers.Serializer[SessionMemory]):
     tail = TailSerializer(allow_null=True)
     summary = SummarySerializer(allow_null=True)
     features = FeaturesSerializer(allow_null=True)
     observations = ObservationSerializer(many=True)
 
 
-def _session(request: Request, session_id: str) -> Any:
+def _session(request: Request, session_id: str) -> Session:
     session = lifecycle_selectors.session_get(team=caller(request).team, session_id=session_id)
     if session is None:
         raise NotFound("No such session")
@@ -289,7 +293,7 @@ class SessionSummarizeApi(APIView):
 # --- continuity --------------------------------------------------------------------------
 
 
-class ContinuityRequestSerializer(serializers.Serializer):
+class ContinuityRequestSerializer(serializers.Serializer[JsonObject]):
     # ``source`` is also DRF's Field.source attribute, which the stubs type as a string.
     source = serializers.ChoiceField(  # type: ignore[assignment]
         [Source.CLAUDE_CODE, Source.OPENCLAW, Source.CODEX, Source.GEMINI_CLI, Source.GENERIC],
@@ -327,7 +331,7 @@ class ContinuityRequestSerializer(serializers.Serializer):
     )
 
 
-class ContinuityAnswerSerializer(serializers.Serializer):
+class ContinuityAnswerSerializer(serializers.Serializer[JsonObject]):
     record_id = serializers.IntegerField()
     session_id = serializers.UUIDField()
     trigger = serializers.CharField()
@@ -341,7 +345,7 @@ class ContinuityAnswerSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class ContinuityPendingAnswerSerializer(serializers.Serializer):
+class ContinuityPendingAnswerSerializer(serializers.Serializer[JsonObject]):
     """What a ``pending`` request gets: the manual continues that waited for the session
     (none when it is unknown), claimed as delivered."""
 
@@ -463,7 +467,7 @@ def _ingest_carried_event(token: Any, source: str, session_id: str, event: Any) 
         )
 
 
-class ContinueRequestSerializer(serializers.Serializer):
+class ContinueRequestSerializer(serializers.Serializer[JsonObject]):
     source_session_id = serializers.UUIDField(help_text="The SessionHub id to continue from")
 
 

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import ast
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -117,19 +115,3 @@ def test_memory_is_read_in_a_fixed_number_of_queries(
         with django_assert_num_queries(queries):
             memory = session_memory(session, pins=pins)
         assert memory.tail is not None and memory.observations
-
-
-def test_lifecycle_imports_nothing_of_memory() -> None:
-    """The read side lives in memory: lifecycle stays below it in the import graph."""
-    found = []
-    for path in sorted((Path(__file__).resolve().parents[2] / "lifecycle").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            names = (
-                [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else [alias.name for alias in node.names]
-                if isinstance(node, ast.Import)
-                else []
-            )
-            found += [f"{path.name}: {n}" for n in names if n.split(".")[0] == "memory"]
-    assert found == []

@@ -31,6 +31,7 @@ import hashlib
 import hmac
 import re
 from collections.abc import Iterable
+from typing import TypeAlias
 
 from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
 from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
@@ -271,6 +272,10 @@ def _is_marker(value: str) -> bool:
     return value.startswith(_MARKER_PREFIX) and value.find("]") == len(value) - 1
 
 
+# What redact_value builds: a JSON object or array (keys stay as given, strings or not).
+_Container: TypeAlias = dict[object, object] | list[object]
+
+
 def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: bool = True) -> object:
     """Return a redacted deep copy of parsed JSON; values of secret-named keys go whole,
     and keys that hold a secret are stored in their keyed form (:func:`redact_key`).
@@ -292,8 +297,8 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
         if unchanged(value, memo=memo):
             return value
     # An explicit stack instead of recursion: no payload depth can exhaust the C stack.
-    root: dict | list = {} if isinstance(value, dict) else []
-    stack: list[tuple[dict | list | tuple, dict | list]] = [(value, root)]
+    root: _Container = {} if isinstance(value, dict) else []
+    stack: list[tuple[_Container | tuple[object, ...], _Container]] = [(value, root)]
     while stack:
         source, target = stack.pop()
         pairs = source.items() if isinstance(source, dict) else ((None, x) for x in source)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import TypeAlias
 
 from .rules import _RULES, _Rule
 from .values import _marker
@@ -28,15 +29,19 @@ def _spellings(anchor: str, cased: bool) -> list[tuple[str, ...]]:
     return [(first.upper(), *rest), (first.lower(), *rest)]
 
 
+# A trie of regex atoms: each atom leads to the atoms that may follow it; "" ends a spelling.
+_Trie: TypeAlias = dict[str, "_Trie"]
+
+
 def _trie_regex(spellings: list[tuple[str, ...]]) -> str:
-    trie: dict = {}
+    trie: _Trie = {}
     for atoms in spellings:
         node = trie
         for atom in atoms:
             node = node.setdefault(atom, {})
         node[""] = {}
 
-    def emit(node: dict) -> str:
+    def emit(node: _Trie) -> str:
         branches = [atom + emit(child) for atom, child in sorted(node.items()) if atom]
         if not branches:
             return ""
@@ -54,7 +59,9 @@ def _trie_regex(spellings: list[tuple[str, ...]]) -> str:
 _GATE_LITERAL = "xox"
 
 
-def _build_prefilter() -> tuple[re.Pattern, re.Pattern, dict[str, tuple[tuple[int, int], ...]]]:
+def _build_prefilter() -> tuple[
+    re.Pattern[str], re.Pattern[str], dict[str, tuple[tuple[int, int], ...]]
+]:
     owners: dict[str, list[tuple[int, int]]] = {}
     spellings: set[tuple[str, ...]] = set()
     for index, rule in enumerate(_RULES):

@@ -33,15 +33,15 @@ class _Rule:
     # (anchor, lead): the rule's pattern is matched `lead` characters before each place
     # where the prefilter found `anchor`.
     anchors: tuple[tuple[str, int], ...]
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     cased: bool = True  # whether the anchors are case-sensitive
     groups: tuple[str, ...] = ()  # group(s) holding the secret; empty: the whole match
-    check: Callable[[re.Match], bool] | None = None
-    kind_of: Callable[[re.Match], str] | None = None  # type chosen per match
+    check: Callable[[re.Match[str]], bool] | None = None
+    kind_of: Callable[[re.Match[str]], str] | None = None  # type chosen per match
     scan: int = 0  # > 0: search this far past the anchor instead of matching at it
-    span_of: Callable[[re.Match], tuple[int, int]] | None = None  # secret chosen per match
+    span_of: Callable[[re.Match[str]], tuple[int, int]] | None = None  # secret chosen per match
 
-    def secret_span(self, m: re.Match) -> tuple[int, int]:
+    def secret_span(self, m: re.Match[str]) -> tuple[int, int]:
         if self.span_of is not None:
             return self.span_of(m)
         found = m.groupdict()
@@ -50,13 +50,13 @@ class _Rule:
                 return m.span(name)
         return m.span()
 
-    def accepts(self, m: re.Match) -> bool:
+    def accepts(self, m: re.Match[str]) -> bool:
         start, end = self.secret_span(m)
         if _MARKER_PREFIX in m.string[start:end]:
             return False  # never redact a marker again
         return self.check is None or self.check(m)
 
-    def find(self, text: str, position: int, anchor_start: int) -> re.Match | None:
+    def find(self, text: str, position: int, anchor_start: int) -> re.Match[str] | None:
         if not self.scan:
             return self.pattern.match(text, position)
         end = min(len(text), anchor_start + self.scan)
@@ -71,7 +71,7 @@ _URLSAFE = r"A-Za-z0-9_\-"
 _TAIL = r"(?![A-Za-z0-9_\-])"
 
 
-def _token(pattern: str) -> re.Pattern:
+def _token(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
@@ -126,7 +126,7 @@ _BENIGN_TOKEN_QUALIFIERS = frozenset(
 )
 
 
-def _key_is_secret_name(m: re.Match) -> bool:
+def _key_is_secret_name(m: re.Match[str]) -> bool:
     key = m.group("key").lower()
     start = m.start("key")
     before = m.string[start - 1 : start]
@@ -159,7 +159,7 @@ _INI_SECTION = re.compile(r"(?m)^[ \t]*\[[\w. \"-]{1,60}\][ \t]*$")
 _SELF_OBJECTS = ("self.", "this.", "cls.", "@")
 
 
-def _is_code_value(m: re.Match, value: str) -> bool:
+def _is_code_value(m: re.Match[str], value: str) -> bool:
     """Whether a bare value is plainly an expression of the surrounding code (a call, an
     attribute chain, a variable passed along) rather than a literal.
 
@@ -234,7 +234,7 @@ def _continues_line(text: str, index: int) -> bool:
 _GLUED_PATH = re.compile(r"[/~]|[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}/")
 
 
-def _is_label_and_path(m: re.Match, value: str) -> bool:
+def _is_label_and_path(m: re.Match[str], value: str) -> bool:
     """``first-token:/home/alice/src/api-v2``: a hyphenated label that happens to end in a
     secret's word, glued by a colon to a path or a host/path (SessionHub's own agent ids
     are ``<gateway label>:<project>``, and ``create_api_token`` labels end in ``-token``)."""
@@ -250,7 +250,7 @@ def _is_label_and_path(m: re.Match, value: str) -> bool:
 _SUDOERS_COMMAND = re.compile(r"[ \t]*(?:/|ALL\b|!|[A-Z_]+:)")
 
 
-def _is_sudoers_tag(m: re.Match) -> bool:
+def _is_sudoers_tag(m: re.Match[str]) -> bool:
     text = m.string
     start = m.start("key")
     if text[start : m.end("key")] != "PASSWD" or text[m.start("op") : m.end("op")] != ":":
@@ -263,7 +263,7 @@ def _is_sudoers_tag(m: re.Match) -> bool:
     return False
 
 
-def _check_assignment(m: re.Match) -> bool:
+def _check_assignment(m: re.Match[str]) -> bool:
     if not _key_is_secret_name(m) or _is_sudoers_tag(m):
         return False
     key = m.group("key").lower()
@@ -297,7 +297,7 @@ def _check_assignment(m: re.Match) -> bool:
     return not any(c.isspace() for c in value)
 
 
-def _assignment_kind(m: re.Match) -> str:
+def _assignment_kind(m: re.Match[str]) -> str:
     return "password_assignment" if _is_password_key(m.group("key")) else "secret_assignment"
 
 
@@ -310,7 +310,7 @@ _FLAG_NAME = re.compile(r"(?:^|(?<=[\s\"'=]))--?((?:[a-z0-9]+-)*)$")
 _FLAG_KEY_QUALIFIERS = frozenset({"api", "access", "secret", "private", "client", "auth"})
 
 
-def _check_cli_flag(m: re.Match) -> bool:
+def _check_cli_flag(m: re.Match[str]) -> bool:
     start = m.start("key")
     flag = _FLAG_NAME.search(m.string, max(0, start - 40), start)
     if flag is None:
@@ -353,7 +353,7 @@ _CLI_PASSWORD = re.compile(
 )
 
 
-def _check_cli_password(m: re.Match) -> bool:
+def _check_cli_password(m: re.Match[str]) -> bool:
     return not _is_placeholder(_value(m)[0])
 
 
@@ -365,11 +365,11 @@ _HTPASSWD = re.compile(
 )
 
 
-def _htpasswd_span(m: re.Match) -> tuple[int, int]:
+def _htpasswd_span(m: re.Match[str]) -> tuple[int, int]:
     return m.span("a2") if "n" in m.group("flags") or m.group("a3") is None else m.span("a3")
 
 
-def _check_htpasswd(m: re.Match) -> bool:
+def _check_htpasswd(m: re.Match[str]) -> bool:
     if "b" not in m.group("flags"):
         return False  # without -b the password is asked for, not given
     start, end = _htpasswd_span(m)
@@ -389,7 +389,7 @@ _SQL_PASSWORD = re.compile(
 )
 
 
-def _check_sql_password(m: re.Match) -> bool:
+def _check_sql_password(m: re.Match[str]) -> bool:
     value = _value(m)[0]
     return not (_is_placeholder(value) or _TEMPLATE.search(value))
 
@@ -413,7 +413,7 @@ _NAMED_VALUE = re.compile(
 _NAME_LINE = re.compile(r"^[ \t]*(?:-[ \t]*)?name:[ \t]*[\"']?[\w.-]*$")
 
 
-def _check_named_value(m: re.Match) -> bool:
+def _check_named_value(m: re.Match[str]) -> bool:
     text = m.string
     line_start = text.rfind("\n", 0, m.start()) + 1
     if not _NAME_LINE.match(text[line_start : m.start()]):
@@ -460,7 +460,7 @@ _PROSE_SUFFIXES = ("ed", "ing", "ly", "able", "ible")
 _TRAILING_PUNCTUATION = ".,;:!?)]*"
 
 
-def _prose_value(m: re.Match) -> tuple[str, bool, int, int]:
+def _prose_value(m: re.Match[str]) -> tuple[str, bool, int, int]:
     """(value, quoted, start, end) of a prose match, trailing punctuation left out."""
     for name in _PROSE_GROUPS:
         if m.group(name) is not None:
@@ -472,7 +472,7 @@ def _prose_value(m: re.Match) -> tuple[str, bool, int, int]:
     return "", False, m.end(), m.end()
 
 
-def _prose_span(m: re.Match) -> tuple[int, int]:
+def _prose_span(m: re.Match[str]) -> tuple[int, int]:
     _, _, start, end = _prose_value(m)
     return start, end
 
@@ -491,7 +491,7 @@ def _is_reference(value: str) -> bool:
     )
 
 
-def _check_prose(m: re.Match) -> bool:
+def _check_prose(m: re.Match[str]) -> bool:
     text = m.string
     key = m.group("key").lower()
     start = m.start("key")
@@ -545,12 +545,12 @@ _USER_AND_PASSWORD = re.compile(
 )
 
 
-def _user_and_password_span(m: re.Match) -> tuple[int, int]:
+def _user_and_password_span(m: re.Match[str]) -> tuple[int, int]:
     start = m.start("v4")
     return start, start + len(m.group("v4").rstrip(_TRAILING_PUNCTUATION))
 
 
-def _check_user_and_password(m: re.Match) -> bool:
+def _check_user_and_password(m: re.Match[str]) -> bool:
     start, end = _user_and_password_span(m)
     value = m.string[start:end]
     if _is_reference(value) or value.startswith(("/", "~", "-")) or "://" in value:
@@ -568,7 +568,7 @@ _QUOTED_AFTER = re.compile(
 )
 
 
-def _check_quoted_after(m: re.Match) -> bool:
+def _check_quoted_after(m: re.Match[str]) -> bool:
     text = m.string
     key = m.group("key").lower()
     start = m.start("key")
@@ -599,7 +599,7 @@ _URL_PASSWORD = re.compile(
 )
 
 
-def _check_url_password(m: re.Match) -> bool:
+def _check_url_password(m: re.Match[str]) -> bool:
     value = m.group("v4")
     if _is_placeholder(value) or value.lower() in _SELF_NAMES:
         return False  # user:password@host in documentation
@@ -616,7 +616,7 @@ _AUTH_HEADER = re.compile(
 )
 
 
-def _check_auth_header(m: re.Match) -> bool:
+def _check_auth_header(m: re.Match[str]) -> bool:
     value = m.group("v4")
     if _is_placeholder(value):
         return False
@@ -630,7 +630,7 @@ def _check_auth_header(m: re.Match) -> bool:
     return scheme not in ("Digest", "AWS4-HMAC-SHA256")
 
 
-def _auth_header_kind(m: re.Match) -> str:
+def _auth_header_kind(m: re.Match[str]) -> str:
     scheme = (m.group("scheme") or "").lower()
     if scheme == "basic":
         return "basic_auth"
@@ -642,7 +642,7 @@ def _auth_header_kind(m: re.Match) -> str:
 _BEARER = re.compile(r"(?<![A-Za-z])(?:[Bb]earer|BEARER)[ \t]+(?P<v4>[A-Za-z0-9._~+/=-]{16,4096})")
 
 
-def _check_bearer(m: re.Match) -> bool:
+def _check_bearer(m: re.Match[str]) -> bool:
     value = m.group("v4")
     return any(c.isdigit() for c in value) and any(c.isalpha() for c in value)
 
@@ -652,7 +652,7 @@ _CURL_USER = re.compile(
 )
 
 
-def _check_curl_user(m: re.Match) -> bool:
+def _check_curl_user(m: re.Match[str]) -> bool:
     value = m.group("v4")
     return not _is_placeholder(value)
 
@@ -677,7 +677,7 @@ _AWS_SECRET = re.compile(
 _AWS_PREFIX = re.compile(r"[Aa][Ww][Ss][_-]?$")
 
 
-def _check_aws_secret(m: re.Match) -> bool:
+def _check_aws_secret(m: re.Match[str]) -> bool:
     if m.group("access") is None and not _AWS_PREFIX.search(m.string, max(0, m.start() - 4)):
         return False  # plain secret_key: left to the generic rule
     # A hex SHA-1 named secret_key is not an AWS secret; those are base64 with capitals.

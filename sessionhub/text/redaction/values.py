@@ -104,7 +104,7 @@ _VALUE = (
 _VALUE_GROUPS = ("v1", "v2", "v3", "v4")
 
 
-def _value(m: re.Match) -> tuple[str, bool]:
+def _value(m: re.Match[str]) -> tuple[str, bool]:
     """The captured value and whether it was quoted."""
     found = m.groupdict()
     for name in _VALUE_GROUPS:
