@@ -55,12 +55,17 @@ test-sqlite: install ## The embedded default's leg: ingest, state and continuity
 		$(BIN)/python -m pytest -p no:cacheprovider $(SQLITE_TESTS) $(PYTEST_ARGS)
 
 .PHONY: lint
-lint: install ## ruff check and format check, mypy, Django checks, migrations up to date
+lint: install ## ruff, mypy, Django checks, migrations up to date, hook client built from its sources
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/python integrations/claude-code/build.py --check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py makemigrations --check --dry-run
+
+.PHONY: hook
+hook: ## Rebuild integrations/claude-code/sessionhub_hook.py (the file users copy) from its sources in src/
+	$(PYTHON) integrations/claude-code/build.py
 
 .PHONY: typecheck
 typecheck: install ## mypy with the Django and DRF plugins (configured in pyproject.toml)
