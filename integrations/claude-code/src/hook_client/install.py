@@ -30,7 +30,7 @@ def queue_script_path() -> str:
 
 def queue_script_source() -> str:
     """The stand-alone queue hook ``install`` writes: the queue module as the build put it
-    in QUEUE_SCRIPT_SOURCE, with this file's path in place of the line that finds it."""
+    in QUEUE_SCRIPT_SOURCE, with the client's path in place of the line that finds it."""
     return QUEUE_SCRIPT_SOURCE.replace(
         QUEUE_SCRIPT_CLIENT_LINE, f"CLIENT_PATH = {CLIENT_PATH!r}", 1
     )
