@@ -58,13 +58,18 @@ test-sqlite: install ## The embedded default's leg: ingest, state and continuity
 STRICT_PACKAGES := sessionhub lifecycle memory dashboard
 
 .PHONY: lint
-lint: install ## ruff check and format check, mypy (--strict for the apps), Django checks, migrations up to date
+lint: install ## ruff, mypy (--strict for the apps), Django checks, migrations up to date, hook client built from its sources
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 	$(BIN)/mypy --strict $(STRICT_PACKAGES)
+	$(BIN)/python integrations/claude-code/build.py --check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py check
 	DJANGO_SETTINGS_MODULE=sessionhub.settings_test $(BIN)/python manage.py makemigrations --check --dry-run
+
+.PHONY: hook
+hook: ## Rebuild integrations/claude-code/sessionhub_hook.py (the file users copy) from its sources in src/
+	$(PYTHON) integrations/claude-code/build.py
 
 .PHONY: typecheck
 typecheck: install ## mypy with the Django and DRF plugins (configured in pyproject.toml), --strict for the apps
