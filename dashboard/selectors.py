@@ -34,7 +34,7 @@ from memory.models import (
     StreamTail,
     Summary,
 )
-from memory.pins import active_pins
+from memory.selectors import active_pins
 from memory.summaries import SECTIONS
 from sessionhub.models import ApiToken, Team
 from sessionhub.refusals import refusals_fold

@@ -1,0 +1,178 @@
+"""The data every stage of a continuity answer shares: the knobs, a candidate as read
+(``Prior`` and its ``Features``) and a candidate's words (``SessionText``).
+
+Plain values only: no queries and no models, so that the deciding and rendering stages
+can take them without reaching the database.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import uuid
+from dataclasses import dataclass, field, fields
+from datetime import UTC, datetime
+from typing import Any, NamedTuple, cast
+
+from django.conf import settings
+
+UNIX_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+# The summary sections continuity reads of every candidate, in this order (relevance
+# reads these), then how its last turn ended (the preamble says it).
+SUMMARY_SECTIONS = ("request", "learned", "completed", "next_steps")
+SUMMARY_COLUMNS = (*SUMMARY_SECTIONS, "outcome", "outcome_detail")
+
+
+@dataclass(frozen=True, slots=True)
+class Knobs:
+    """``SESSIONHUB["CONTINUITY"]`` as typed values (sessionhub/settings.py, where each
+    comes from the environment); the field names are the settings' keys in lower case."""
+
+    lookback_days: int = 7
+    weight_recency: float = 0.4
+    weight_topics: float = 0.35
+    weight_pending: float = 0.25
+    recency_hours: float = 168.0
+    pending_per_task: float = 0.25
+    threshold: float = 0.25
+    max_sources: int = 3
+    max_inherited_pins: int = 5
+    critical_pin_days: int = 7
+    decay_floor: float = 0.3
+    decay_per_week: float = 0.4
+    min_pin_confidence: float = 0.5
+    max_candidates: int = 200
+    weight_relevance: float = 0.6
+    relevance_min: float = 0.3
+    relevance_strong: float = 0.4
+    relevance_margin: float = 0.2
+    strong_min_terms: int = 2
+    preamble_max_chars: int = 960
+    preamble_max_tasks: int = 5
+    preamble_max_topics: int = 10
+
+    @classmethod
+    def of(cls, values: dict[str, Any]) -> Knobs:
+        """The knobs of a settings mapping (upper-case keys); a key it lacks keeps the
+        default above."""
+        return cls(
+            **{f.name: values[f.name.upper()] for f in fields(cls) if f.name.upper() in values}
+        )
+
+
+def knobs() -> Knobs:
+    """The knobs as the settings give them now."""
+    return Knobs.of(cast(dict[str, Any], settings.SESSIONHUB["CONTINUITY"]))
+
+
+class Prior(NamedTuple):
+    """A prior session as continuity reads it: the columns it needs, not the model."""
+
+    pk: uuid.UUID
+    external_id: str
+    ended_at: datetime | None
+    last_event_at: datetime | None = None
+    # The session this one continues under a name it gave (a resume, a fork), if any:
+    # not a /clear or a replacement, which start another conversation.
+    continues: uuid.UUID | None = None
+
+
+_UNREAD = object()
+
+
+@functools.lru_cache(maxsize=2048)
+def decoded(text: str) -> Any:
+    """A features column decoded, cached by its text: continuity reads the same candidates
+    request after request (2,048 texts: the three columns of 200 candidates for a few
+    agents). The value is shared between requests, so it is only read."""
+    return json.loads(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def split_topics(text: str) -> tuple[list[str], frozenset[str]]:
+    """A hot topics column decoded, and lowercased as scoring compares it (cached)."""
+    topics = json.loads(text)
+    return topics, _lowered(topics)
+
+
+def _lowered(topics: list[str]) -> frozenset[str]:
+    return frozenset(topic.lower() for topic in topics)
+
+
+class Features:
+    """What scoring and the preamble read of a session's features.
+
+    Scoring reads every candidate's hot topics and number of pending tasks; the rest
+    (projects, tasks, done tasks) only the preamble reads, for the chosen sessions and
+    the ones newer than them. Those stay JSON text until first read.
+    """
+
+    __slots__ = (
+        "_active_projects",
+        "_done_tasks",
+        "_pending_tasks",
+        "_texts",
+        "_topic_set",
+        "hot_topics",
+        "pending_count",
+    )
+
+    def __init__(
+        self,
+        hot_topics: list[str],
+        pending_count: int,
+        *,
+        active_projects: Any = _UNREAD,
+        pending_tasks: Any = _UNREAD,
+        done_tasks: Any = _UNREAD,
+        texts: tuple[str, str, str] | None = None,
+        topic_set: frozenset[str] | None = None,
+    ) -> None:
+        self.hot_topics = hot_topics
+        self._topic_set = topic_set
+        self.pending_count = pending_count
+        self._active_projects = active_projects
+        self._pending_tasks = pending_tasks
+        self._done_tasks = done_tasks
+        # (active projects, pending tasks, done tasks) as JSON, read when first asked for;
+        # without it every list was given decoded.
+        self._texts = texts or ("[]", "[]", "[]")
+
+    @property
+    def topic_set(self) -> frozenset[str]:
+        """The hot topics lowercased, as scoring compares them."""
+        if self._topic_set is None:
+            self._topic_set = _lowered(self.hot_topics)
+        return self._topic_set
+
+    @property
+    def active_projects(self) -> list[str]:
+        if self._active_projects is _UNREAD:
+            self._active_projects = decoded(self._texts[0])
+        return cast(list[str], self._active_projects)
+
+    @property
+    def pending_tasks(self) -> list[dict[str, Any]]:
+        if self._pending_tasks is _UNREAD:
+            self._pending_tasks = decoded(self._texts[1])
+        return cast(list[dict[str, Any]], self._pending_tasks)
+
+    @property
+    def done_tasks(self) -> list[str]:
+        if self._done_tasks is _UNREAD:
+            self._done_tasks = decoded(self._texts[2])
+        return cast(list[str], self._done_tasks)
+
+
+@dataclass(slots=True)
+class SessionText:
+    """What continuity reads of a candidate's words: summary parts and matched terms."""
+
+    request: str = ""
+    completed: str = ""
+    next_steps: str = ""
+    learned: str = ""
+    outcome: str = ""
+    outcome_detail: str = ""
+    matched: set[str] = field(default_factory=set)
