@@ -27,12 +27,26 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from django.db import connection
 
 from . import features as feature_lib
-from .continuity.data import SUMMARY_SECTIONS, SessionText
+from .continuity.data import SUMMARY_SECTIONS
+
+
+@dataclass(slots=True)
+class SessionText:
+    """What continuity reads of a candidate's words: summary parts and matched terms."""
+
+    request: str = ""
+    completed: str = ""
+    next_steps: str = ""
+    learned: str = ""
+    outcome: str = ""
+    outcome_detail: str = ""
+    matched: set[str] = field(default_factory=set)
 
 
 def _document(row: dict[str, str], topics: list[str]) -> str:

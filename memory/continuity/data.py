@@ -1,5 +1,5 @@
-"""The data every stage of a continuity answer shares: the knobs, a candidate as read
-(``Prior`` and its ``Features``) and a candidate's words (``SessionText``).
+"""The data every stage of a continuity answer shares: the knobs and a candidate as read
+(``Prior`` and its ``Features``; its words are ``relevance.SessionText``).
 
 Plain values only: no queries and no models, so that the deciding and rendering stages
 can take them without reaching the database.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from typing import Any, NamedTuple, cast
 
@@ -113,9 +113,9 @@ class Features:
         "_done_tasks",
         "_pending_tasks",
         "_texts",
-        "_topic_set",
         "hot_topics",
         "pending_count",
+        "topic_set",
     )
 
     def __init__(
@@ -130,7 +130,8 @@ class Features:
         topic_set: frozenset[str] | None = None,
     ) -> None:
         self.hot_topics = hot_topics
-        self._topic_set = topic_set
+        # The hot topics lowercased, as scoring compares them.
+        self.topic_set = topic_set if topic_set is not None else _lowered(hot_topics)
         self.pending_count = pending_count
         self._active_projects = active_projects
         self._pending_tasks = pending_tasks
@@ -138,13 +139,6 @@ class Features:
         # (active projects, pending tasks, done tasks) as JSON, read when first asked for;
         # without it every list was given decoded.
         self._texts = texts or ("[]", "[]", "[]")
-
-    @property
-    def topic_set(self) -> frozenset[str]:
-        """The hot topics lowercased, as scoring compares them."""
-        if self._topic_set is None:
-            self._topic_set = _lowered(self.hot_topics)
-        return self._topic_set
 
     @property
     def active_projects(self) -> list[str]:
@@ -163,16 +157,3 @@ class Features:
         if self._done_tasks is _UNREAD:
             self._done_tasks = decoded(self._texts[2])
         return cast(list[str], self._done_tasks)
-
-
-@dataclass(slots=True)
-class SessionText:
-    """What continuity reads of a candidate's words: summary parts and matched terms."""
-
-    request: str = ""
-    completed: str = ""
-    next_steps: str = ""
-    learned: str = ""
-    outcome: str = ""
-    outcome_detail: str = ""
-    matched: set[str] = field(default_factory=set)

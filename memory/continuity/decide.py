@@ -24,10 +24,11 @@ from sessionhub.text.redaction import redact_text
 
 from .. import features as feature_lib
 from ..outcome import FINISHED
-from .data import UNIX_EPOCH, Features, Knobs, Prior, SessionText, knobs
+from .data import UNIX_EPOCH, Features, Knobs, Prior, knobs
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: this stage neither queries nor reads
     from ..models import Pin
+    from ..relevance import SessionText
 
 CRITICAL_PRIORITY = "critical"  # Pin.Priority.CRITICAL
 
@@ -194,26 +195,6 @@ class Candidate:
                 "pending": round(k.weight_pending * self.pending, 4),
                 "relevance": round(k.weight_relevance * self.relevance, 4),
             },
-            "score": round(self.score, 4),
-        }
-
-    def as_record_entry(
-        self, used: bool, k: Knobs | None = None, rank: int | None = None
-    ) -> dict[str, Any]:
-        """``as_dict()`` with ``used``: what the record keeps of a candidate it explains;
-        a source also has its ``source_rank`` (0: the session the preamble quotes first,
-        which need not have the best score: a session continued, the start's choice kept)."""
-        entry = {**self.as_dict(k), "used": used}
-        if used and rank is not None:
-            entry["source_rank"] = rank
-        return entry
-
-    def as_record_brief(self) -> dict[str, Any]:
-        """What the record keeps of a candidate ranked below the ones it explains: which
-        session, and its score."""
-        return {
-            "session_id": str(self.session.pk),
-            "external_id": self.session.external_id,
             "score": round(self.score, 4),
         }
 

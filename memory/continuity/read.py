@@ -4,7 +4,7 @@ The candidates (an agent's completed sessions of the lookback window with their 
 and summaries, in one statement), which of the prompt's terms each one's words hold (on
 PostgreSQL by its text search), the pins of the agent and of the source, the team's
 curated pins, and what the asking session already holds. Everything leaves this stage as
-plain data (``data.Prior``, ``data.Features``, ``data.SessionText``) or as the pins read,
+plain data (``data.Prior``, ``data.Features``, ``relevance.SessionText``) or as the pins read,
 so the stages after it never query.
 
 The candidates are read as plain rows, the few columns scoring needs, not as model
@@ -30,6 +30,7 @@ from sessionhub.db.statements import Compiled, model_from_row
 
 from .. import relevance as relevance_lib
 from ..models import Pin, SessionFeatures, Summary
+from ..relevance import SessionText
 from ..selectors import pins_held_q
 from .data import (
     SUMMARY_COLUMNS,
@@ -37,7 +38,6 @@ from .data import (
     Features,
     Knobs,
     Prior,
-    SessionText,
     decoded,
     knobs,
     split_topics,

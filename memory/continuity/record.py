@@ -37,12 +37,25 @@ def record_entries(
     others with their score alone."""
     k = k or knobs()
     order = {pk: rank for rank, pk in enumerate(used)}
-    return [
-        c.as_record_entry(c.session.pk in order, k, order.get(c.session.pk))
-        if rank < RECORD_EXPLAINED or c.session.pk in order
-        else c.as_record_brief()
-        for rank, c in enumerate(ranked)
-    ]
+    entries = []
+    for rank, c in enumerate(ranked):
+        source = order.get(c.session.pk)
+        if rank < RECORD_EXPLAINED or source is not None:
+            # The candidate's parts (``Candidate.as_dict``) and whether it is a source: a
+            # source also has its ``source_rank`` (0: the session the preamble quotes
+            # first, which need not have the best score: a session continued, the start's
+            # choice kept).
+            entry = {**c.as_dict(k), "used": source is not None}
+            if source is not None:
+                entry["source_rank"] = source
+        else:  # ranked below the ones it explains: which session, and its score
+            entry = {
+                "session_id": str(c.session.pk),
+                "external_id": c.session.external_id,
+                "score": round(c.score, 4),
+            }
+        entries.append(entry)
+    return entries
 
 
 def _source_order(entry: dict[str, Any]) -> tuple[int, float]:

@@ -16,11 +16,12 @@ from django.utils import timezone
 
 from .. import features as feature_lib
 from ..outcome import FAILED, STOPPED
-from .data import UNIX_EPOCH, Knobs, SessionText, knobs
+from .data import UNIX_EPOCH, Knobs, knobs
 from .decide import CRITICAL_PRIORITY, MARKER_TOPIC, Candidate, Later
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # types only: this stage neither queries nor reads
     from ..models import Pin
+    from ..relevance import SessionText
 
 # What the preamble keeps of one pin's content; the label and the attribution come on top.
 CONTENT_CHARS = 180

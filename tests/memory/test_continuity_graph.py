@@ -18,8 +18,9 @@ from typing import Any
 import pytest
 
 from memory.continuity import decide, render
-from memory.continuity.data import Features, Prior, SessionText, knobs
+from memory.continuity.data import Features, Prior, knobs
 from memory.models import Pin
+from memory.relevance import SessionText
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["data", "read", "decide", "render", "record"]

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from memory.continuity import decide as scoring
-from memory.continuity.data import SessionText
 from memory.continuity.render import clip_words, render_preamble
+from memory.relevance import SessionText
 
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
 
