@@ -247,3 +247,44 @@ def test_decide_and_render_on_data_make_no_query(django_assert_num_queries: Any)
     assert [p.label for p in inherit] == ["orders table", "billing flag"]
     assert "PINNED BY YOUR TEAM" in preamble and "deploy rule" in preamble
     assert "WORKING MEMORY RESTORED: 2 pins inherited" in preamble
+
+
+# --- the carried event is adapted once ------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_the_carried_event_is_adapted_once_and_stored(
+    api: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lifecycle.models import LifecycleEvent, Session
+    from lifecycle.services import adapter_for as real
+    from memory.services import continuity as service
+
+    calls: list[str] = []
+
+    def counting(source: str, token: Any) -> Any:
+        adapt = real(source, token)
+
+        def adapter(body: Any, now: datetime) -> Any:
+            calls.append(str(body.get("event_id")))
+            return adapt(body, now)
+
+        return adapter
+
+    monkeypatch.setattr(service, "adapter_for", counting)
+    start = {
+        "event_id": "carried-0",
+        "kind": "session_start",
+        "agent_id": "research",
+        "session_id": "carried",
+    }
+    body = {"source": "generic", "session_id": "carried", "event": start}
+    response = api.post("/api/v1/continuity", body, format="json")
+    assert response.status_code == 200, response.content
+    assert calls == ["carried-0"]
+    session = Session.objects.get(external_id="carried")
+    assert LifecycleEvent.objects.filter(session=session, event_id="carried-0").count() == 1
+    # Delivered again (the start's own post after a retry): a duplicate, adapted once more.
+    again = api.post("/api/v1/continuity", body, format="json")
+    assert again.status_code == 200 and calls == ["carried-0", "carried-0"]
+    assert LifecycleEvent.objects.filter(session=session, event_id="carried-0").count() == 1
