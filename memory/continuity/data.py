@@ -26,39 +26,37 @@ SUMMARY_COLUMNS = (*SUMMARY_SECTIONS, "outcome", "outcome_detail")
 
 @dataclass(frozen=True, slots=True)
 class Knobs:
-    """``SESSIONHUB["CONTINUITY"]`` as typed values (sessionhub/settings.py, where each
-    comes from the environment); the field names are the settings' keys in lower case."""
+    """``SESSIONHUB["CONTINUITY"]`` as typed values: the settings (sessionhub/settings.py,
+    each from the environment, with its default) are their only source; the field names
+    are the settings' keys in lower case."""
 
-    lookback_days: int = 7
-    weight_recency: float = 0.4
-    weight_topics: float = 0.35
-    weight_pending: float = 0.25
-    recency_hours: float = 168.0
-    pending_per_task: float = 0.25
-    threshold: float = 0.25
-    max_sources: int = 3
-    max_inherited_pins: int = 5
-    critical_pin_days: int = 7
-    decay_floor: float = 0.3
-    decay_per_week: float = 0.4
-    min_pin_confidence: float = 0.5
-    max_candidates: int = 200
-    weight_relevance: float = 0.6
-    relevance_min: float = 0.3
-    relevance_strong: float = 0.4
-    relevance_margin: float = 0.2
-    strong_min_terms: int = 2
-    preamble_max_chars: int = 960
-    preamble_max_tasks: int = 5
-    preamble_max_topics: int = 10
+    lookback_days: int
+    weight_recency: float
+    weight_topics: float
+    weight_pending: float
+    recency_hours: float
+    pending_per_task: float
+    threshold: float
+    max_sources: int
+    max_inherited_pins: int
+    critical_pin_days: int
+    decay_floor: float
+    decay_per_week: float
+    min_pin_confidence: float
+    max_candidates: int
+    weight_relevance: float
+    relevance_min: float
+    relevance_strong: float
+    relevance_margin: float
+    strong_min_terms: int
+    preamble_max_chars: int
+    preamble_max_tasks: int
+    preamble_max_topics: int
 
     @classmethod
     def of(cls, values: dict[str, Any]) -> Knobs:
-        """The knobs of a settings mapping (upper-case keys); a key it lacks keeps the
-        default above."""
-        return cls(
-            **{f.name: values[f.name.upper()] for f in fields(cls) if f.name.upper() in values}
-        )
+        """The knobs of a settings mapping (upper-case keys, every one of them)."""
+        return cls(**{f.name: values[f.name.upper()] for f in fields(cls)})
 
 
 def knobs() -> Knobs:

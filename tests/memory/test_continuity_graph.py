@@ -288,3 +288,24 @@ def test_the_carried_event_is_adapted_once_and_stored(
     again = api.post("/api/v1/continuity", body, format="json")
     assert again.status_code == 200 and calls == ["carried-0", "carried-0"]
     assert LifecycleEvent.objects.filter(session=session, event_id="carried-0").count() == 1
+
+
+# --- the knobs ---------------------------------------------------------------------------------
+
+
+def test_the_knobs_are_the_settings_typed_none_left_out() -> None:
+    """Every key of ``SESSIONHUB["CONTINUITY"]`` is a field of the knobs and the other way
+    round (a setting added without its field would be dropped silently), with its value;
+    the knobs cannot be changed once made."""
+    from dataclasses import FrozenInstanceError, fields
+
+    from django.conf import settings
+
+    from memory.continuity.data import Knobs
+
+    values = settings.SESSIONHUB["CONTINUITY"]
+    assert {f.name.upper() for f in fields(Knobs)} == set(values)
+    k = knobs()
+    assert {key: getattr(k, key.lower()) for key in values} == values
+    with pytest.raises(FrozenInstanceError):
+        k.threshold = 0.0  # type: ignore[misc]
