@@ -131,7 +131,7 @@ def ingest_carried_event(token: ApiToken, source: str, session_id: str, event: A
 class _Window:
     """An agent's candidates as read, and what follows from them alone."""
 
-    read: read.Window
+    found: read.Window
     prepared: decide.Prepared
 
 
@@ -192,7 +192,7 @@ def continuity_build(
     rows = read.candidate_rows(session.agent_id, exclude_pk=session.pk, now=now, k=k)
     window = _window(tuple(rows))
     terms = decide.prompt_terms(prompt) if prompt else []
-    texts = read.candidate_texts(window.read, terms)
+    texts = read.candidate_texts(window.found, terms)
     start = (
         automatic_record(session.pk, ContinuityRecord.Stage.START)
         if stage == ContinuityRecord.Stage.PROMPT
@@ -201,7 +201,7 @@ def continuity_build(
     # decide: the scores, the sources
     wanted = decide.current_keywords(keywords, prompt, topics)
     scoring = decide.score_priors(
-        window.read.rows,
+        window.found.rows,
         window.prepared,
         texts,
         wanted=wanted,
