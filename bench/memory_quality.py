@@ -371,7 +371,7 @@ class Result:
 def evaluate(corpus: Corpus) -> Result:
     """Compare what SessionHub stored and served with the corpus's truth."""
     from lifecycle.models import LifecycleEvent, Session
-    from memory.continuity import record_as_dict
+    from memory.continuity.record import record_as_dict
     from memory.models import ContinuityRecord, SessionFeatures, Summary
 
     result = Result()
@@ -636,7 +636,7 @@ def replay_and_evaluate(corpus: Corpus, post: Poster, token: str) -> Result:
 def pin_every_agent(text: str) -> None:
     """A lead's critical pin on every agent that has none yet (``--critical-pin``)."""
     from lifecycle.models import Agent
-    from memory.pins import pin_create
+    from memory.services.pins import pin_create
 
     for agent in Agent.objects.exclude(pins__label="Team rule"):
         pin_create(

@@ -8,8 +8,8 @@ from typing import Any, cast
 from django import forms
 
 from lifecycle.models import Agent, EndReason, SessionStatus, Source
-from memory import pins as pin_services
 from memory.models import Pin
+from memory.services import pins as pin_services
 
 from .selectors import SORTS
 

@@ -49,8 +49,7 @@ from memory.models import (
     StreamTail,
     Summary,
 )
-from memory.pins import active_pins
-from memory.selectors import SessionMemory, session_memory
+from memory.selectors import SessionMemory, active_pins, session_memory
 from memory.summaries import SECTIONS
 from sessionhub.models import ApiToken, Team
 from sessionhub.refusals import refusals_fold

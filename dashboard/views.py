@@ -23,9 +23,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from memory import board, usage
-from memory import pins as pin_services
-from memory.curated import pinned_by_of
 from memory.models import Pin
+from memory.services import pins as pin_services
+from memory.services.pins import pinned_by_of
 from sessionhub.audit import admin_user_id
 from sessionhub.errors import error_body
 from sessionhub.exceptions import ApiError

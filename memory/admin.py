@@ -29,8 +29,7 @@ if TYPE_CHECKING:
     # Development tools only (installed with django-stubs): the type of an annotated row.
     from django_stubs_ext import WithAnnotations
 
-from .continuity import continuity_continue
-from .curated import pinned_by_of
+from .continuity.data import knobs
 from .export import session_export
 from .models import (
     ContinuityRecord,
@@ -43,7 +42,8 @@ from .models import (
     Summary,
     TaskFailure,
 )
-from .scoring import knobs
+from .services.continuity import continuity_continue
+from .services.pins import pinned_by_of
 from .tasks import reredact_sessions, summarize_session
 
 
@@ -273,7 +273,7 @@ def crossing(source: Session, target: Session) -> str:
         what.append(f"agents ({source.agent} → {target.agent})")
     if other_project:
         what.append(f"projects ({source.project} → {target.project})")
-    pins = knobs()["MAX_INHERITED_PINS"]
+    pins = knobs().max_inherited_pins
     return (
         f"This continue crosses {' and '.join(what)}. The session “{target.external_id}” of "
         f"{target.agent} will be handed the summary, pending tasks and topics of "

@@ -6,7 +6,6 @@ import uuid
 from typing import Any
 
 from django.db import transaction
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -15,27 +14,21 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from lifecycle import selectors as lifecycle_selectors
-from lifecycle.adapters import EventInvalid
 from lifecycle.adapters.base import as_key
 from lifecycle.models import Agent, Session, Source
-from lifecycle.services import REJECTED, adapter_for, events_ingest, session_for_continuity
 from sessionhub.authentication import caller
 from sessionhub.errors import ApiErrorSerializer
-from sessionhub.exceptions import NotFound, ServiceUnavailable, ValidationFailed
+from sessionhub.exceptions import NotFound, ServiceUnavailable
 from sessionhub.fields import StrictCharField
 from sessionhub.resilience import breaker_for, throttled
 
-from . import pins as pin_services
-from .continuity import (
-    continuity_build,
-    continuity_continue,
-    manual_continue_deliver,
-    record_as_dict,
-)
-from .curated import pinned_by_of
+from .continuity.record import record_as_dict
 from .export import session_export
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
-from .selectors import SessionMemory, session_memory
+from .selectors import SessionMemory, active_pins, session_memory
+from .services import pins as pin_services
+from .services.continuity import continuity_answer, continuity_continue
+from .services.pins import pinned_by_of
 from .summaries import SECTIONS
 from .tasks import summarize_session
 
@@ -138,7 +131,7 @@ class AgentPinsApi(APIView):
         pins = (
             Pin.objects.filter(agent=agent).order_by("-pinned_at")
             if request.query_params.get("all")
-            else pin_services.active_pins(agent)
+            else active_pins(agent)
         )
         return Response(PinSerializer(pins, many=True).data)
 
@@ -386,85 +379,7 @@ class ContinuityApi(APIView):
 
         data = ContinuityRequestSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        values = data.validated_data
-        token = caller(request).token
-        if "event" in values:
-            _ingest_carried_event(token, values["source"], values["session_id"], values["event"])
-        session = session_for_continuity(
-            team=token.team,
-            source=values["source"],
-            external_id=values["session_id"],
-            # Asking what waits makes no session: one that is not there has nothing waiting.
-            agent_external_id="" if values["pending"] else values.get("agent_id", ""),
-            gateway=token.gateway_name,
-            instance=values.get("gateway", ""),
-        )
-        if values["pending"]:
-            waiting = manual_continue_deliver([str(session.pk)]) if session is not None else []
-            return Response(
-                {
-                    "session_id": str(session.pk) if session is not None else None,
-                    "trigger": ContinuityRecord.Trigger.MANUAL,
-                    "preamble": "\n\n".join(w["preamble"] for w in waiting),
-                    "record_ids": [pk for w in waiting for pk in w["record_ids"]],
-                }
-            )
-        if session is None:
-            raise NotFound("No such session: post its start event first, or name its agent_id")
-        record = continuity_build(
-            session=session,
-            keywords=values.get("keywords"),
-            prompt=values.get("prompt", ""),
-            requested_by=f"token:{token.prefix}",
-        )
-        answer = record_as_dict(record)
-        # A manual continue made before this moment goes with it (once). The hook client
-        # (Claude Code, Codex CLI, Gemini CLI) gets it in the answer to the prompt's own
-        # post, just before it asks here: only the other gateways are looked up for.
-        waiting = (
-            manual_continue_deliver([str(session.pk)])
-            if values["source"] in (Source.OPENCLAW, Source.GENERIC)
-            else []
-        )
-        if waiting:
-            answer["preamble"] = "\n\n".join(
-                [p for p in (answer["preamble"], *(w["preamble"] for w in waiting)) if p]
-            )
-            answer["delivered_records"] = [pk for w in waiting for pk in w["record_ids"]]
-        return Response(answer)
-
-
-def _ingest_carried_event(token: Any, source: str, session_id: str, event: Any) -> None:
-    """Store the event a continuity request carries, through the ingest path itself (same
-    adapter, redaction, identity and idempotency), so the session exists with its agent
-    even when its own start event is still spooled; the start, arriving later with the same
-    event id, is answered as a duplicate. A 400 names the field when it is no valid event.
-    """
-
-    if not isinstance(event, dict):
-        raise ValidationFailed(
-            "event must be a JSON object", code="invalid", extra={"field": "event"}
-        )
-    adapter = adapter_for(source, token)
-    try:  # checked before anything is stored: an event of another session changes nothing
-        named = adapter(event, timezone.now()).session_external_id
-    except EventInvalid as exc:
-        raise ValidationFailed(
-            f"event.{exc.field}: {exc.reason}", code=exc.code, extra={"field": f"event.{exc.field}"}
-        ) from exc
-    if named != session_id:
-        raise ValidationFailed(
-            "event belongs to another session than session_id",
-            code="session_mismatch",
-            extra={"field": "event"},
-        )
-    (result,) = events_ingest(team=token.team, bodies=[event], adapter=adapter)
-    if result.status == REJECTED:  # not expected after the check above; never stored
-        raise ValidationFailed(
-            f"event.{result.field}: {result.reason}",
-            code=result.code or "invalid",
-            extra={"field": f"event.{result.field}"},
-        )
+        return Response(continuity_answer(token=caller(request).token, values=data.validated_data))
 
 
 class ContinueRequestSerializer(serializers.Serializer[JsonObject]):

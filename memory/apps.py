@@ -15,7 +15,7 @@ class MemoryConfig(AppConfig):
             session_closed,
         )
 
-        from .continuity import manual_continue_deliver
+        from .services.continuity import manual_continue_deliver
         from .signals import record_task_failure, release_pins_at_close
         from .tasks import process_session
 

@@ -1,11 +1,11 @@
 """The team's board of open work: every pending task of its recent sessions, by project,
 with the session it comes from, its age, and whether a later session finished it.
 
-"Finished" is the test the preamble applies (``memory.preamble``): a later session of
-the same project closed the task's id in its task list, or a sentence of its summary that
-reports a result covers the task's words, or it finished its last turn on a request
-that does. A task still listed by a newer session of the project is shown once, from the
-newest session that lists it.
+"Finished" is the test the preamble applies (``memory.continuity.decide.Later``): a
+later session of the same project closed the task's id in its task list, or a sentence
+of its summary that reports a result covers the task's words, or it finished its last
+turn on a request that does. A task still listed by a newer session of the project is
+shown once, from the newest session that lists it.
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from lifecycle.models import OPEN_STATUSES, Session
 from sessionhub.models import Team
 
 from . import features as feature_lib
+from .continuity.decide import Evidence, Later
+from .continuity.render import LEAD_MARKER, task_line_text
 from .outcome import FINISHED
-from .preamble import LEAD_MARKER, Evidence, Later, task_line_text
 
 BOARD_DAYS = 14
 BOARD_MAX_SESSIONS = 2000

@@ -32,8 +32,8 @@ from lifecycle.state import FOLD_FIELDS
 from sessionhub.models import Team
 from sessionhub.text.redaction import RULES_VERSION, keyed_form, redact_value
 
-from .inheritance import session_pins_q
 from .models import ContinuityRecord, Observation, Pin, SessionFeatures, StreamTail, Summary
+from .selectors import session_pins_q
 
 FORMAT = "sessionhub.sessions/1"
 

@@ -26,7 +26,6 @@ from django.utils import timezone
 from lifecycle import services as lifecycle_services
 from lifecycle.adapters import tool_io
 from lifecycle.models import (
-    OPEN_STATUSES,
     Agent,
     EventKind,
     LifecycleEvent,
@@ -94,8 +93,8 @@ def digest(value: Any, limit: int = DIGEST_LIMIT) -> str:
 @dataclass(frozen=True, slots=True)
 class NewEvent:
     """What a run reads of each event past the session's cursor: plain values, not a
-    model instance. A busy session's run reads hundreds of tool uses, each with its
-    payload; building a ``LifecycleEvent`` of each was most of the run's time."""
+    model instance: a busy session's run reads hundreds of tool uses, each with its
+    payload, and a model instance of each would cost more than the run's own work."""
 
     id: int
     kind: str
@@ -307,7 +306,7 @@ def _features_refresh(session: Session, texts: dict[str, Any]) -> SessionFeature
     )
     pin_texts = [f"{label}. {content}" for label, content, _, _ in pins]
     # A pin the team set on the agent (no session made or inherited it) is a standing
-    # rule of every session, quoted by every preamble on its own (memory.curated): its
+    # rule of every session, quoted by every preamble on its own (continuity.decide): its
     # words say nothing of what this session was about, so they are no topic of it.
     session_pins = [
         f"{label}. {content}"
@@ -477,32 +476,6 @@ def session_process(session_id: str) -> bool:
             usage_judge(session, texts, features, summary)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
     lifecycle_services.memory_caught_up(str(session.pk), dirty_mark=dirty_mark, cursor=cursor)
-    return True
-
-
-def session_process_until_clean(
-    session_id: str, rounds: int = 10, *, settle_open: bool = False
-) -> bool:
-    """Process a session, going round again while events keep arriving.
-
-    Ingestion queues work only when a session turns dirty, so the run that is busy with
-    a session must also pick up what came in meanwhile (a newer outbox mark). Past
-    ``rounds`` the mark stays set and the outbox sweep takes over.
-
-    With ``settle_open``, a session that is still open gets one round: a busy agent's
-    events keep coming, and going round at once would keep a core busy with a few events
-    a round. The caller queues the next run a moment later instead, which then takes in
-    everything that arrived meanwhile. A closed session goes round until clean: its
-    summary is wanted now.
-    """
-    for _ in range(rounds):
-        if not session_process(session_id):
-            return False
-        waiting = lifecycle_services.memory_waiting(session_id)
-        if waiting is None:
-            return True
-        if settle_open and waiting in OPEN_STATUSES:
-            return True
     return True
 
 

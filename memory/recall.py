@@ -20,8 +20,8 @@ from lifecycle.models import OPEN_STATUSES, Agent, EventKind, LifecycleEvent, Se
 from sessionhub.models import ApiToken
 
 from .models import Pin, SessionFeatures, StreamTail, Summary
-from .pins import active_pins
 from .search import SearchResult, clip, project_q
+from .selectors import active_pins
 from .summaries import SECTIONS
 
 SECTION_CHARS = 500

@@ -1,4 +1,5 @@
-"""Relevance of a new session's first prompt to prior sessions, beyond the reference formula.
+"""Which of a prompt's terms each document holds: continuity's candidates (read at the
+first prompt, ``continuity.read``) and the MCP search's sessions (``search``).
 
 The reference score (recency, Jaccard overlap of keywords with hot topics, pending tasks)
 cannot tell a six-day-old session about exactly this work from an hour-old session about
@@ -17,18 +18,13 @@ SessionHub also asks, for each candidate, which of the prompt's terms its own wo
 - elsewhere (SQLite, the embedded default) the same question in Python, with a crude
   suffix-stripping stem on both sides.
 
-``relevance`` is the share of the prompt's terms a candidate matches, each term weighted
-by how rare it is among the candidates (``log(1 + n / df)``): a word every session
-shares says little. A term no candidate has keeps the weight of a term only one has, so a
-prompt about new work stays weakly relevant to everything.
-
-The summary sections come with the candidates (``scoring.candidates_from_rows``);
-continuity also takes the later sessions' reports of finished work from them.
+What the matches weigh is decided elsewhere (``continuity.decide.relevance_scores``):
+each term by how rare it is among the candidates, so a word every session shares says
+little. The summary sections come with the candidates (``continuity.read``).
 """
 
 from __future__ import annotations
 
-import math
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,14 +33,7 @@ from typing import Any, cast
 from django.db import connection
 
 from . import features as feature_lib
-from .scoring import SUMMARY_SECTIONS
-
-MAX_TERMS = 24
-
-
-def prompt_terms(text: str) -> list[str]:
-    """The prompt's distinct keywords (already redacted text), in order, at most 24."""
-    return list(feature_lib.keywords([text]))[:MAX_TERMS]
+from .continuity.data import SUMMARY_SECTIONS
 
 
 @dataclass(slots=True)
@@ -123,8 +112,8 @@ def session_texts(
 
 
 # The lexemes of a text, by the text: a candidate's document (its summary and hot topics)
-# is the same request after request, and turning two hundred of them into tsvectors on
-# every first prompt was most of that request's time. Emptied when full.
+# is the same request after request, so it is turned into a tsvector once per process,
+# not at every first prompt. Emptied when full.
 _LEXEMES: dict[str, frozenset[str]] = {}
 _LEXEMES_MAX = 4096
 
@@ -182,36 +171,6 @@ _STORED_SQL = (
     "LEFT JOIN memory_sessionfeatures f ON f.session_id = s.id "
     "WHERE s.id = ANY(%s::uuid[])"
 )
-
-
-def _normal(text: str) -> str:
-    return " ".join(feature_lib.prose(text).split()).lower()
-
-
-def sessions_opened_by(prompt: str, texts: dict[uuid.UUID, SessionText]) -> int:
-    """How many candidates have this prompt among their opening prompts (the summary's
-    request is the opening prompts joined by " / ")."""
-    wanted = _normal(prompt)[:300]
-    if not wanted:
-        return 0
-    return sum(
-        1
-        for text in texts.values()
-        if any(part.strip().lower().rstrip(" …") == wanted for part in text.request.split(" / "))
-    )
-
-
-def relevance_scores(
-    terms: Sequence[str], matched: dict[uuid.UUID, set[str]]
-) -> dict[uuid.UUID, float]:
-    """Each candidate's share of the prompt's terms, weighted by how rare each term is."""
-    if not terms or not matched:
-        return {pk: 0.0 for pk in matched}
-    n = len(matched)
-    df = {term: sum(1 for hits in matched.values() if term in hits) for term in terms}
-    weight = {term: math.log(1 + n / max(1, df[term])) for term in terms}
-    total = sum(weight.values())
-    return {pk: sum(weight[t] for t in hits) / total for pk, hits in matched.items()}
 
 
 def terms_matched(

@@ -13,8 +13,7 @@ Which sessions are looked at, whatever the number of sessions a team has:
 
 * the team's newest ``SEARCH_RECENT`` sessions (within the filters), whatever words they
   hold: a partial match among them is found without asking the index for every session
-  holding a common word (on 100,000 sessions that alone took longer than the answer's
-  whole budget);
+  holding a common word, which on a large team costs more than the whole answer may;
 * unless those already give ``limit`` sessions holding every term, every session however
   old whose summary, prompts or final message hold *all* the terms: the full-text
   indexes the dashboard's search reads (on PostgreSQL,
@@ -46,8 +45,11 @@ from lifecycle.models import Agent, EventKind, LifecycleEvent, Session
 
 from . import features as feature_lib
 from . import relevance as relevance_lib
+from .continuity.data import UNIX_EPOCH, split_topics
+from .continuity.data import knobs as continuity_knobs
+from .continuity.decide import prompt_terms, recency, relevance_scores
+from .continuity.read import EpochMicroseconds
 from .models import Observation, Pin, StreamTail, Summary
-from .scoring import UNIX_EPOCH, EpochMicroseconds, recency, split_topics
 from .summaries import SECTIONS
 
 SEARCH_CONFIG = "english"
@@ -127,7 +129,7 @@ def memory_search(
     *, team_id: int, query: str, filters: SearchFilters, limit: int, now: datetime
 ) -> SearchResult:
     """The team's sessions that best answer ``query`` (already redacted), best first."""
-    terms = relevance_lib.prompt_terms(query)
+    terms = prompt_terms(query)
     if not terms:
         return SearchResult(terms=[], hits=[], looked_at=0)
     knobs = _knobs()
@@ -163,9 +165,9 @@ def memory_search(
             matched[origin] = matched[origin] | _words_in(f"{pin.label} {pin.content}", terms)
             where[origin].add("pin")
     candidates = {pk: hits for pk, hits in matched.items() if hits}
-    weights = relevance_lib.relevance_scores(terms, candidates)
+    weights = relevance_scores(terms, candidates)
     weight = knobs["SEARCH_RECENCY_WEIGHT"]
-    continuity = settings.SESSIONHUB["CONTINUITY"]
+    continuity = continuity_knobs()
     ranked = []
     for pk in candidates:
         active = rows[pk].active
@@ -358,8 +360,8 @@ def every_term_statement(
         matching = rows.filter(within, team_id=team_id).annotate(active=F(moment)).order_by()
         sql, params = matching.values_list("session_id", "active")[:scan].query.sql_with_params()
         # The newest of the rows read: a word most sessions hold matches tens of thousands
-        # of rows, and ordering them all before the limit read every one (on 100,000
-        # sessions, about 90 ms for one common word). A match set larger than ``scan``
+        # of rows, and ordering them all before the limit would read every one. A match
+        # set larger than ``scan``
         # gives some of its sessions, not its newest; the newest sessions are looked at
         # anyway (``SEARCH_RECENT``).
         n = len(parts)
@@ -384,9 +386,10 @@ def with_index_scans(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
     """The rows of a statement planned, on PostgreSQL, to read the full-text indexes.
 
     With a limit and a common word the planner walks the table (or its team index) and
-    computes each row's text vector until enough rows match, taking that for cheap (on
-    100,000 sessions, 200 to 460 ms for one common word), where a bitmap of the full-text
-    index answers in about 5 ms whatever the word. The settings go with the statement in
+    computes each row's text vector until enough rows match, taking that for cheap, where
+    a bitmap of the full-text index answers in the same short time whatever the word
+    (docs/benchmarks.md, "Why the code is shaped as it is"). The settings go with the
+    statement in
     one round trip: several statements in one query run as one transaction of their own
     (or within the caller's), which the settings end with; the last two set them back
     for a caller's transaction, and an error rolls them back.

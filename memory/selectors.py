@@ -7,14 +7,33 @@ is held to the session's own team, so a row of another team is never shown with 
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 
-from lifecycle.models import Session
+from django.db.models import Q, QuerySet
+
+from lifecycle.models import Agent, Session
 
 from .models import Observation, Pin, SessionFeatures, StreamTail, Summary
-from .pins import active_pins
 
 OBSERVATION_LIMIT = 500
+
+
+def active_pins(agent: Agent) -> QuerySet[Pin]:
+    """An agent's active pins, oldest first."""
+    return Pin.objects.filter(agent=agent, unpinned_at__isnull=True).order_by("pinned_at", "id")
+
+
+def pins_held_q(session_pk: uuid.UUID) -> Q:
+    """The pins a session held: pinned in it, or inherited into it."""
+    return Q(origin_session_id=session_pk, inherited_into__isnull=True) | Q(
+        inherited_into_id=session_pk
+    )
+
+
+def session_pins_q(session: Session) -> Q:
+    """``pins_held_q`` of a session."""
+    return pins_held_q(session.pk)
 
 
 @dataclass(frozen=True)

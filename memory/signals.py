@@ -7,8 +7,8 @@ import logging
 import traceback as tb
 from typing import Any
 
-from .inheritance import pins_release
 from .models import TaskFailure
+from .services.pins import pins_release
 
 logger = logging.getLogger(__name__)
 

@@ -3,9 +3,9 @@ MCP call (``mcp_call_insert``), and the memory worker's insert of many rows
 (``rows_insert``).
 
 A continuity answer writes its record, the record's sources and each source's
-``continued_by``: three statements through the ORM, each compiled anew, with the record's
-candidates (some 27 KB of JSON for 200 of them) encoded by the standard library. On
-PostgreSQL they are one prepared statement whose JSON columns orjson encodes; other
+``continued_by``: three statements through the ORM. On PostgreSQL they are one prepared
+statement whose JSON columns (the record's candidates: tens of KB for 200 of them) orjson
+encodes, so the answer costs one round trip and no per-request compiling; other
 databases (SQLite in embedded mode) keep the ORM's statements. The row locks and the
 first-record read are querysets compiled once per process (``Compiled``). The worker's
 observations go in as one JSON document, as the hook path's events do. A test holds each
@@ -84,8 +84,8 @@ def rows_insert(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
     ``ignore_conflicts`` skips it.
 
     On PostgreSQL the rows travel as one JSON document that orjson encodes, as the hook
-    path's events do: ``bulk_create`` spent more time preparing each value of each row
-    (and building a model instance per row) than the database spent inserting them. Rows
+    path's events do, rather than through ``bulk_create``, which prepares each value of
+    each row and builds a model instance per row. Rows
     orjson will not encode, and the other databases, take ``bulk_create``.
     """
     if not rows:

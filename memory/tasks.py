@@ -14,6 +14,7 @@ from lifecycle.models import OPEN_STATUSES, Session
 
 from . import pipeline
 from .retention import retention_apply
+from .services import distil
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +39,7 @@ REQUEUE_SECONDS = 1
 def process_session(session_id: str) -> bool:
     """Distil a session's new events: observations, tails, features, summary."""
     eager = process_session.app.conf.task_always_eager
-    found = pipeline.session_process_until_clean(session_id, settle_open=not eager)
+    found = distil.session_process_until_clean(session_id, settle_open=not eager)
     # Ingestion queues a run only when a session turns dirty, so nobody else will queue
     # one for events that came in during the last round: without this they would wait
     # for the outbox sweep (a minute or more). In eager mode this run happens inside the

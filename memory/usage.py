@@ -36,9 +36,10 @@ from lifecycle.models import Session
 from sessionhub.models import Team
 
 from . import features as feature_lib
+from .continuity.decide import Evidence, Later
+from .continuity.render import LEAD_MARKER
 from .models import ContinuityRecord, McpCall, Pin, SessionFeatures, Summary
 from .outcome import FINISHED
-from .preamble import LEAD_MARKER, Evidence, Later
 
 TASK, STEP, TOPIC, FILE, COMMAND, PIN = "task", "next step", "topic", "file", "command", "pin"
 

@@ -1,10 +1,9 @@
 """``POST /api/v1/mcp``: the MCP endpoint, a plain synchronous Django view.
 
 It runs where the rest of SessionHub runs (gunicorn's workers, the embedded runserver)
-with no event loop and no server of its own: the SDK's Streamable HTTP manager, served
-from Django by ``django-stateless-mcp``, cost about five times as much per call and a new
-database connection per tool call (docs/integrations.md, "Memory on demand", says what was
-measured). The token is the team's API token (scope ``read``); every refusal is a
+with no event loop and no server of its own, and so with no database connection of its
+own per tool call (docs/integrations.md, "Memory on demand", compares it with the SDK's
+Streamable HTTP manager). The token is the team's API token (scope ``read``); every refusal is a
 JSON-RPC error body with the HTTP status the protocol asks for, never a 500.
 
 The calling session is known when the client names it (``X-SessionHub-Source`` and

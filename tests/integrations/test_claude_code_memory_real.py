@@ -23,7 +23,7 @@ import pytest
 from django.db import connection
 
 from lifecycle.models import Session, SessionStatus
-from memory.continuity import record_as_dict
+from memory.continuity.record import record_as_dict
 from memory.models import ContinuityRecord, SessionFeatures, Summary
 from tests.integrations.mock_anthropic import CLAUDE_CODE_VERSION, MockAnthropic, Step
 from tests.integrations.node_runtime import npm_prefix

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
-from memory.scoring import candidate_rows, candidates_from_rows
+from memory.continuity.read import candidate_rows, candidates_from_rows
 
 pytestmark = pytest.mark.django_db
 

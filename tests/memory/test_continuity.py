@@ -15,10 +15,12 @@ from rest_framework.test import APIClient
 
 from lifecycle import services as lifecycle
 from lifecycle.models import Session, SessionStatus
-from memory import continuity, scoring
-from memory.continuity import RECORD_EXPLAINED, continuity_build, record_entries
+from memory.continuity import decide as scoring
+from memory.continuity.record import RECORD_EXPLAINED, record_entries
 from memory.models import ContinuityRecord, Pin, SessionFeatures
-from memory.pins import pin_create
+from memory.services import continuity
+from memory.services.continuity import continuity_build
+from memory.services.pins import pin_create
 from tests.conftest import FIXTURES, claude_code_hooks
 
 # Transactional: the memory pipeline runs after commit, as in production.

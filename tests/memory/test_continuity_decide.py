@@ -6,18 +6,17 @@ from __future__ import annotations
 
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
-from django.conf import settings
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from memory import scoring
-from memory.continuity import decide, strong_evidence
+from memory.continuity import decide as scoring
+from memory.continuity.data import Knobs, knobs
+from memory.continuity.decide import decide, strong_evidence
 
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)
-K: dict[str, Any] = settings.SESSIONHUB["CONTINUITY"]
+K: Knobs = knobs()
 
 
 def cand(

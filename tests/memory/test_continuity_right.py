@@ -10,9 +10,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from lifecycle.models import LifecycleEvent, Session
-from memory import preamble, scoring
+from memory.continuity import decide as preamble
+from memory.continuity import decide as scoring
 from memory.models import ContinuityRecord, SessionFeatures, Summary
-from memory.pins import pin_create
+from memory.services.pins import pin_create
 from tests.conftest import FIXTURES, read_jsonl
 
 from .test_continuity import NOW, ask, event, run_session

@@ -11,10 +11,10 @@ import pytest
 from django.utils import timezone
 
 from lifecycle.models import Agent, Session
-from memory.continuity import continuity_build
 from memory.models import ContinuityRecord, Pin, SessionFeatures
-from memory.pins import pin_create, pin_unpin
 from memory.pipeline import _features_refresh
+from memory.services.continuity import continuity_build
+from memory.services.pins import pin_create, pin_unpin
 from sessionhub.models import Team
 from tests.factories import AgentFactory, LiveSessionFactory, SessionFactory, SummaryFactory
 

@@ -19,16 +19,16 @@ from rest_framework.test import APIClient
 
 from lifecycle.models import LifecycleEvent, Session, SessionStatus
 from memory import retention
-from memory.continuity import continuity_continue
 from memory.export import document_import, session_export
 from memory.models import ContinuityRecord, Observation, Pin, StreamTail, Summary
-from memory.pins import pin_create
 from memory.retention import (
     expired_count,
     expired_sessions,
     retention_apply,
     session_retire,
 )
+from memory.services.continuity import continuity_continue
+from memory.services.pins import pin_create
 from sessionhub.models import Team
 from tests.conftest import claude_code_hooks, openclaw_hooks
 from tests.factories import AgentFactory, SessionFactory

@@ -1,4 +1,4 @@
-"""The preamble as a person reads it (memory.preamble.render_preamble): each fact on one
+"""The preamble as a person reads it (memory.continuity.render.render_preamble): each fact on one
 line and once, no internal keys, the project named once, never a word cut in two, an
 unfinished session said to be unfinished, and "inherited from N" counting what it shows."""
 
@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from memory import scoring
-from memory.preamble import clip_words, render_preamble
+from memory.continuity import decide as scoring
+from memory.continuity.render import clip_words, render_preamble
 from memory.relevance import SessionText
 
 NOW = datetime(2026, 11, 1, 12, tzinfo=UTC)

@@ -112,7 +112,7 @@ def test_the_stored_documents_hold_the_lexemes_of_the_texts(team: Any) -> None:
     """What PostgreSQL keeps in the generated columns is what the request-time path turns
     the same texts into: continuity's document and the MCP search's (paths split)."""
     from memory import search
-    from memory.scoring import SUMMARY_SECTIONS
+    from memory.continuity.data import SUMMARY_SECTIONS
     from tests.factories import SessionFactory, SummaryFactory
 
     for n, text in enumerate(TEXTS):
@@ -140,7 +140,7 @@ def test_the_stored_documents_hold_the_lexemes_of_the_texts(team: Any) -> None:
 def test_a_candidate_changed_since_its_window_was_read_is_matched_from_its_text(
     team: Any,
 ) -> None:
-    from memory.scoring import SUMMARY_SECTIONS
+    from memory.continuity.data import SUMMARY_SECTIONS
     from tests.factories import SessionFactory, SummaryFactory
 
     session = SessionFactory(agent__team=team)

@@ -17,8 +17,8 @@ from django.utils import timezone
 
 from lifecycle.models import Agent, Session, SessionStatus
 from memory import statements
+from memory.continuity.read import _candidate_rows, _candidates_queryset
 from memory.models import ContinuityRecord, Observation, SessionFeatures
-from memory.scoring import _candidate_rows, _candidates_queryset
 from sessionhub.models import Team
 from tests.factories import AgentFactory, EventFactory, SessionFactory, SummaryFactory
 
@@ -228,7 +228,7 @@ def test_the_candidate_rows_are_the_querysets_rows(team: Team) -> None:
 
 @pytest.mark.django_db
 def test_the_pins_read_returns_what_the_orm_returns(team: Team) -> None:
-    from memory.inheritance import _pins_read, pins_with_originals
+    from memory.continuity.read import _pins_read, pins_with_originals
     from tests.factories import PinFactory
 
     agent = AgentFactory(team=team)

@@ -32,7 +32,7 @@ from schemathesis.specs.openapi.checks import negative_data_rejection, positive_
 
 from lifecycle import services
 from lifecycle.models import Agent, Session
-from memory.pins import pin_create
+from memory.services.pins import pin_create
 from sessionhub.models import Team
 from tests.conftest import claude_code_hooks
 

@@ -19,7 +19,7 @@ from rest_framework.test import APIClient
 
 from lifecycle.models import Agent, LifecycleEvent, Session
 from memory.models import ContinuityRecord, Pin
-from memory.pins import pin_create
+from memory.services.pins import pin_create
 from sessionhub.models import ApiToken, Team
 
 pytestmark = pytest.mark.django_db

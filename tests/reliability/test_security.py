@@ -27,7 +27,7 @@ from lifecycle import services
 from lifecycle.adapters import claude_code
 from lifecycle.models import Agent, LifecycleEvent, Session
 from memory.models import ContinuityRecord, Pin
-from memory.pins import pin_create
+from memory.services.pins import pin_create
 from sessionhub import authentication
 from sessionhub.models import Team, hash_token
 from sessionhub.services import api_token_create, membership_add
@@ -95,7 +95,7 @@ def team_with_data(
 ) -> tuple[Team, str, dict[str, Any], set[str]]:
     """A team holding a full session (with memory), a pin, a continuity record and a token
     with every scope; (team, raw token, its ids, strings that identify its data)."""
-    from memory.continuity import continuity_build
+    from memory.services.continuity import continuity_build
 
     team = Team.objects.create(slug=slug, name=slug)
     _, raw = api_token_create(team=team, name=f"{slug}-admin", scopes=["admin"])

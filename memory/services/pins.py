@@ -1,19 +1,24 @@
-"""Pins: an agent's working memory, at most ``MAX_ACTIVE_PINS`` active, labels unique."""
+"""The writes of pins: an agent's working memory, at most ``MAX_ACTIVE_PINS`` active,
+labels unique; who pinned one; and the release of a session's pins when it closes.
+
+Inheriting pins is part of a continuity answer (``services.continuity``).
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import QuerySet
 from django.utils import timezone
 
 from lifecycle.models import Agent, Session
 from sessionhub.exceptions import Conflict, ValidationFailed
 from sessionhub.text.redaction import RULES_VERSION, redact_text
 
-from .models import Pin
+from ..models import Pin
+from ..selectors import active_pins, session_pins_q
 
 LABEL_MAX = 200
 CONTENT_MAX = 4000
@@ -25,10 +30,6 @@ class PinCapReached(Conflict):
 
 class PinLabelTaken(Conflict):
     code = "pin_label_taken"
-
-
-def active_pins(agent: Agent) -> QuerySet[Pin]:
-    return Pin.objects.filter(agent=agent, unpinned_at__isnull=True).order_by("pinned_at", "id")
 
 
 def _clean(label: Any, content: Any, priority: Any) -> tuple[str, str, str]:
@@ -128,3 +129,22 @@ def pin_unpin(*, pin: Pin) -> Pin:
         pin.unpinned_at = timezone.now()
         pin.save(update_fields=["unpinned_at", "updated_at"])
     return pin
+
+
+def pins_release(session: Session, at: datetime | None = None) -> int:
+    """A session's working memory ends with it: its pins stop being active (kept for provenance)."""
+    return (
+        Pin.objects.filter(session_pins_q(session))
+        .filter(unpinned_at__isnull=True)
+        .update(unpinned_at=at or timezone.now())
+    )
+
+
+def pinned_by_of(user: Any = None, token: Any = None) -> str:
+    """How a pin's author is named: the user's name, or the API token's name (its prefix
+    when it has none)."""
+    if user is not None and getattr(user, "pk", None):
+        return str(user.get_username())[:200]
+    if token is not None:
+        return f"token {token.name or token.prefix}"[:200]
+    return ""

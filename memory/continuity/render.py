@@ -1,22 +1,30 @@
-"""The continuity preamble: the evidence a prior session offers (its summary, what later
-sessions finished), rendered within a token budget."""
+"""Continuity, third stage: the preamble, the text handed to the new session.
+
+Pure: made from the decision (``decide``) and the words read with the candidates, within
+a size budget of about four characters a token. Every fact is one line and said once;
+nothing a newer session reported finished is handed back as still to do.
+"""
 
 from __future__ import annotations
 
 import re
 import uuid
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from . import curated as curated_lib
-from . import features as feature_lib
-from . import relevance as relevance_lib
-from .models import Pin
-from .outcome import FAILED, FINISHED, STOPPED
-from .scoring import UNIX_EPOCH, Candidate, Features, Prior, knobs, summary_quoted
+from django.utils import timezone
 
-# --- the preamble ------------------------------------------------------------------------
+from .. import features as feature_lib
+from ..outcome import FAILED, STOPPED
+from .data import UNIX_EPOCH, Knobs, knobs
+from .decide import CRITICAL_PRIORITY, MARKER_TOPIC, Candidate, Later
+
+if TYPE_CHECKING:  # types only: this stage neither queries nor reads
+    from ..models import Pin
+    from ..relevance import SessionText
+
+# What the preamble keeps of one pin's content; the label and the attribution come on top.
+CONTENT_CHARS = 180
 
 
 def _ago(hours: float) -> str:
@@ -27,104 +35,10 @@ def _ago(hours: float) -> str:
     return f"{int(hours // 24)}d ago"
 
 
-class Evidence:
-    """The newer sessions' sentences reporting results, newest session first, parsed once
-    per request and indexed by task id and by stem, so that asking whether any of the
-    first ``upto`` of them finished a task costs a few lookups, not a scan."""
-
-    def __init__(self) -> None:
-        self.count = 0
-        self.by_id: dict[str, int] = {}  # task id -> first sentence naming it
-        self.by_stem: dict[str, list[int]] = {}  # stem -> sentences holding it, in order
-        self.of_work: set[int] = set()  # the sentences that name a kind of work
-
-    def add(self, facts: Iterable[feature_lib.Completion]) -> None:
-        for ids, stems in facts:
-            for task_id in ids:
-                self.by_id.setdefault(task_id, self.count)
-            for stem in stems:
-                self.by_stem.setdefault(stem, []).append(self.count)
-            if feature_lib.names_kind_of_work(stems):
-                self.of_work.add(self.count)
-            self.count += 1
-
-    def covers(self, text: str, upto: int) -> bool:
-        """``feature_lib.superseded(text, first upto sentences)``, from the indexes."""
-        ids = feature_lib.task_ids(text)
-        if any(self.by_id.get(i, upto) < upto for i in ids):
-            return True
-        terms, about = feature_lib.step_terms(text)
-        return self._held(terms, upto) or self._held(about, upto, self.of_work)
-
-    def _held(self, terms: frozenset[str], upto: int, among: set[int] | None = None) -> bool:
-        """Whether one of the first ``upto`` sentences (of ``among``, when given) holds two
-        thirds of ``terms``."""
-        if not terms:
-            return False
-        needed = feature_lib.two_thirds(terms)
-        hits: dict[int, int] = {}
-        for term in terms:
-            for index in self.by_stem.get(term, ()):
-                if index >= upto:
-                    break
-                if among is not None and index not in among:
-                    continue
-                hits[index] = hits.get(index, 0) + 1
-                if hits[index] >= needed:
-                    return True
-        return False
-
-
-@dataclass(slots=True)
-class Later:
-    """What the sessions that ended after one candidate say was finished: the task ids
-    they closed, and the first ``upto`` sentences of the shared evidence."""
-
-    done_ids: frozenset[str] = frozenset()
-    evidence: Evidence | None = None
-    upto: int = 0
-
-    def finished(self, text: str, task_id: str = "") -> bool:
-        if task_id and task_id in self.done_ids:
-            return True
-        if feature_lib.task_ids(text) & self.done_ids:
-            return True
-        return self.evidence is not None and self.evidence.covers(text, self.upto)
-
-
-def later_evidence(
-    rows: list[tuple[Prior, Features | None]], summaries: dict[uuid.UUID, dict[str, str]]
-) -> dict[uuid.UUID, Later]:
-    """For each candidate (newest first), what the newer ones finished: the task ids they
-    closed and the sentences of their summaries that report a result."""
-    evidence: dict[uuid.UUID, Later] = {}
-    done: frozenset[str] = frozenset()
-    shared = Evidence()
-    for prior, features in rows:
-        evidence[prior.pk] = Later(done, shared, shared.count)
-        if features is not None and features.done_tasks:
-            done = done | frozenset(features.done_tasks)
-        summary = summaries.get(prior.pk, {})
-        completed = summary.get("completed")
-        if completed:
-            shared.add(feature_lib.completion_facts_of(completed))
-        if summary.get("outcome") == FINISHED and summary.get("request"):
-            # A session that finished did what it was asked.
-            shared.add(feature_lib.completion_facts([summary["request"]]))
-    return evidence
-
-
-def finished_task_ids(features: Features | None, later: Later | None) -> frozenset[str]:
-    """The ids of a candidate's pending tasks that a newer session finished."""
-    if features is None or later is None or not features.pending_count:
-        return frozenset()
-    if not later.done_ids and not later.upto:
-        return frozenset()
-    return frozenset(
-        task.get("id", "")
-        for task in features.pending_tasks
-        if later.finished(task.get("text", ""), task.get("id", ""))
-    )
+def attribution(pin: Pin) -> str:
+    """ "pinned by alice on 2026-11-27" (or "pinned on ..." when nobody is named)."""
+    when = timezone.localtime(pin.pinned_at).strftime("%Y-%m-%d")
+    return f"pinned by {pin.pinned_by} on {when}" if pin.pinned_by else f"pinned on {when}"
 
 
 def pending_for_preamble(
@@ -154,10 +68,6 @@ def pending_for_preamble(
             seen.add(key)
             tasks.append((task, candidate))
     return tasks
-
-
-# Topics stored before markers were kept out of keywords: never shown as what work was about.
-MARKER_TOPIC = re.compile(r"^(?:redacted|[a-z0-9_]*_(?:key|token|assignment|secret|password))$")
 
 
 def clip_words(text: str, limit: int) -> str:
@@ -230,7 +140,7 @@ def _same_work(a: str, b: str) -> bool:
     return common >= -(-2 * min(len(a_stems), len(b_stems)) // 3)
 
 
-def _shared_requests(texts: dict[uuid.UUID, relevance_lib.SessionText] | None) -> set[str]:
+def _shared_requests(texts: dict[uuid.UUID, SessionText] | None) -> set[str]:
     """Opening prompts several of the agent's sessions share ("load claude.md"): they say
     nothing about which work a session did."""
     counts: dict[str, int] = {}
@@ -248,9 +158,11 @@ def render_preamble(
     chosen: list[Candidate],
     scored: list[Candidate],
     pins: list[Pin],
-    texts: dict[uuid.UUID, relevance_lib.SessionText] | None = None,
+    texts: dict[uuid.UUID, SessionText] | None = None,
     later: dict[uuid.UUID, Later] | None = None,
     curated: list[Pin] | None = None,
+    *,
+    k: Knobs | None = None,
 ) -> str:
     """The text handed to the new session; empty on a cold start with nothing pinned.
 
@@ -258,17 +170,17 @@ def render_preamble(
     handed back as still to do (the best session's next steps, every pending task). Each
     fact is one line and said once; a session that stopped or failed says so, and its
     last words are never filed as completed. The pins people set (``curated``, chosen by
-    ``memory.curated``) come first, each with who pinned it and when, within at most
+    ``decide.pins_for_preamble``) come first, each with who pinned it and when, within at most
     ``CURATED_SHARE`` of the budget.
     """
     if not chosen and not curated:
         return ""
-    k = knobs()
-    out = _Budget(k["PREAMBLE_MAX_CHARS"])
+    k = k or knobs()
+    out = _Budget(k.preamble_max_chars)
     header = len(out.lines)
     out.add("[SESSION CONTINUITY — inherited from {n} prior session(s)]")
     if curated:
-        _curated_section(out, curated, int(k["PREAMBLE_MAX_CHARS"] * CURATED_SHARE))
+        _curated_section(out, curated, int(k.preamble_max_chars * CURATED_SHARE))
     if not chosen:
         out.lines[header] = "[SESSION CONTINUITY — pinned by your team]"
         return "\n".join(out.lines)
@@ -279,7 +191,7 @@ def render_preamble(
         text = task_line_text(task)
         if text and not any(_same_work(text, other) for _, _, other in tasks):
             tasks.append((task, candidate, text))
-    tasks = tasks[: k["PREAMBLE_MAX_TASKS"]]
+    tasks = tasks[: k.preamble_max_tasks]
     if _best_session(out, chosen[0], scored, texts, later, [t for _, _, t in tasks]):
         quoted.append(chosen[0].session.pk)
     shown: list[str] = []
@@ -332,7 +244,7 @@ def render_preamble(
     ]
     if topics:
         out.lines.append("")
-        out.add("HOT TOPICS: " + ", ".join(topics[: k["PREAMBLE_MAX_TOPICS"]]))
+        out.add("HOT TOPICS: " + ", ".join(topics[: k.preamble_max_topics]))
     if pins:
         labels = ", ".join(pin.label for pin in pins)
         out.lines.append("")
@@ -351,10 +263,10 @@ _CURATED_TITLE = "PINNED BY YOUR TEAM (follow these):"
 
 def pin_line(pin: Pin) -> str:
     """One line for a pin a person set: what it says, who pinned it and when."""
-    mark = "[critical] " if pin.priority == Pin.Priority.CRITICAL else ""
-    content = clip_words(pin.content, curated_lib.CONTENT_CHARS) if pin.content.strip() else ""
+    mark = "[critical] " if pin.priority == CRITICAL_PRIORITY else ""
+    content = clip_words(pin.content, CONTENT_CHARS) if pin.content.strip() else ""
     text = f"{pin.label}: {content}" if content else pin.label
-    attributed = f" ({curated_lib.attribution(pin)})"
+    attributed = f" ({attribution(pin)})"
     return f"- {mark}{clip_words(text, CURATED_LINE_CHARS - len(attributed) - 2)}{attributed}"
 
 
@@ -404,24 +316,17 @@ _OUTCOME_LINES = {STOPPED: "stopped while", FAILED: "failed"}
 _OUTCOME_WORDS = {STOPPED: "stopped before it finished", FAILED: "failed"}
 
 
-def _other_session_line(
-    candidate: Candidate, texts: dict[uuid.UUID, relevance_lib.SessionText] | None
-) -> str:
+def _other_session_line(candidate: Candidate, texts: dict[uuid.UUID, SessionText] | None) -> str:
     """One line for a further source: what it was asked, when, and how it ended when it
     did not finish."""
     text = (texts or {}).get(candidate.session.pk)
-    summary = (
-        {"request": text.request, "outcome": text.outcome}
-        if text is not None
-        else summary_quoted(candidate.session.pk)
-    )
-    if not summary or not summary["request"]:
+    if text is None or not text.request:
         return ""
     shared = _shared_requests(texts)
-    asked = [p for p in summary["request"].split(" / ") if p.strip().lower() not in shared]
+    asked = [p for p in text.request.split(" / ") if p.strip().lower() not in shared]
     if not asked:
         return ""
-    how = _OUTCOME_WORDS.get(summary.get("outcome") or "")
+    how = _OUTCOME_WORDS.get(text.outcome or "")
     when = f"{_ago(candidate.hours)}, {how}" if how else _ago(candidate.hours)
     return f"- {clip_words(' / '.join(asked), 140)} ({when})"
 
@@ -430,25 +335,14 @@ def _best_session(
     out: _Budget,
     best: Candidate,
     scored: list[Candidate],
-    texts: dict[uuid.UUID, relevance_lib.SessionText] | None,
+    texts: dict[uuid.UUID, SessionText] | None,
     later: dict[uuid.UUID, Later] | None,
     listed: list[str],
 ) -> bool:
     """What the best prior session was asked, completed, how it ended and what it left to
     do next; False when there is nothing to say of it."""
     text = (texts or {}).get(best.session.pk)
-    summary = (
-        {
-            "request": text.request,
-            "completed": text.completed,
-            "next_steps": text.next_steps,
-            "outcome": text.outcome,
-            "outcome_detail": text.outcome_detail,
-        }
-        if text is not None
-        else summary_quoted(best.session.pk)
-    )
-    if not summary or not (summary["completed"] or summary["request"]):
+    if text is None or not (text.completed or text.request):
         return False
     evidence = (later or {}).get(best.session.pk) or Later()
     newest = max(scored, key=lambda c: c.session.ended_at or UNIX_EPOCH, default=best)
@@ -459,12 +353,12 @@ def _best_session(
     out.lines.append("")
     out.add(title)
     shared = _shared_requests(texts)
-    asked = [p for p in summary["request"].split(" / ") if p.strip().lower() not in shared]
+    asked = [p for p in text.request.split(" / ") if p.strip().lower() not in shared]
     if asked:
         out.add(f"- asked: {clip_words(' / '.join(asked), 200)}")
-    outcome = summary.get("outcome") or ""
-    detail = summary.get("outcome_detail") or ""
-    completed = summary["completed"]
+    outcome = text.outcome or ""
+    detail = text.outcome_detail or ""
+    completed = text.completed
     if outcome in _OUTCOME_LINES and detail:
         # The last words announced work that never ran: never quoted as completed.
         completed = " ".join(s for s in _sentences(completed) if s.strip() != detail.strip())
@@ -473,7 +367,7 @@ def _best_session(
     if outcome in _OUTCOME_LINES:
         out.add(f"- {_OUTCOME_LINES[outcome]}: {clip_words(detail or 'an error', 200)}")
     steps: list[str] = []
-    for step in _sentences(summary["next_steps"]):
+    for step in _sentences(text.next_steps):
         clean = LEAD_MARKER.sub("", step).strip()
         if not clean or evidence.finished(step) or any(_same_work(clean, s) for s in steps):
             continue
