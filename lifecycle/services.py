@@ -1,9 +1,10 @@
 """Ingestion and the session lifecycle: the code that writes sessions and events.
 
-Three writers stand outside it, each named where it writes: ``manage.py import_sessions``
-(memory/export.py, which redacts as ingestion does), the continuity record's
-``continued_by`` link (one statement with the record, memory/statements.py) and the
-one-off ``split_merged_agents`` repair.
+The import of an export document (``session_import``, ``session_links_set``) and the
+``split_merged_agents`` repair (``session_agent_move``) write through here too. One
+writer stands outside, named where it writes: on PostgreSQL the continuity record marks
+its sources ``continued_by`` in the same statement that inserts it
+(memory/statements.py; elsewhere it calls ``sessions_continued_by``).
 
 The ingest path is: adapt (validate) → redact → one transaction that stores the events,
 with the client's event id as the idempotency key, and moves the sessions' state →
@@ -28,6 +29,7 @@ from django.utils import timezone
 from sessionhub.db.statements import Compiled
 from sessionhub.models import ApiToken, Team
 from sessionhub.text.redaction import (
+    RULES_VERSION,
     has_random_run,
     redact_identifier,
     redact_key,
@@ -303,3 +305,79 @@ def orphan_events_delete(ids: Sequence[int]) -> int:
     first; one adopted meanwhile stays). How many were deleted."""
     deleted, _ = LifecycleEvent.objects.filter(pk__in=ids, session__isnull=True).delete()
     return deleted
+
+
+def session_import(
+    *,
+    team: Team,
+    agent: dict[str, Any],
+    session_pk: Any,
+    session: dict[str, Any],
+    events: Sequence[dict[str, Any]],
+) -> tuple[Session, dict[str, LifecycleEvent]]:
+    """Store a session read from an export document as it was (its id, times, state and
+    events), under its agent, found by identity or made: the import's write to this
+    app's tables. The document's reader (``memory.export.redacted_session_item``) hands
+    the rows over with identifiers keyed and every string redacted by ingest's rules, as
+    an adapter hands ``events_ingest`` its normalized events. The session and its
+    events by their event ids."""
+    found, _ = Agent.objects.get_or_create(
+        team=team,
+        source=agent["source"],
+        external_id=agent["external_id"],
+        defaults={"name": agent.get("name", ""), "project": agent.get("project", "")},
+    )
+    stored = Session.objects.create(pk=session_pk, team=team, agent=found, **session)
+    LifecycleEvent.objects.bulk_create(
+        [LifecycleEvent(team=team, session=stored, **row) for row in events]
+    )
+    by_event_id = {e.event_id: e for e in LifecycleEvent.objects.filter(session=stored)}
+    return stored, by_event_id
+
+
+def session_links_set(
+    *, team: Team, session_pk: Any, previous_session: Any = None, continued_by: Any = None
+) -> None:
+    """Link an imported session to the sessions before and after it, where those exist in
+    the team."""
+    links = {}
+    for name, target in (("previous_session", previous_session), ("continued_by", continued_by)):
+        if target and Session.objects.filter(pk=target, team=team).exists():
+            links[f"{name}_id"] = target
+    if links:
+        Session.objects.filter(pk=session_pk, team=team).update(**links)
+
+
+def sessions_continued_by(sources: Sequence[Any], session_id: Any) -> None:
+    """Mark these sessions continued by ``session_id`` (a continuity record's)."""
+    Session.objects.filter(pk__in=sources).update(continued_by_id=session_id)
+
+
+def session_agent_move(session: Session, *, external_id: str, name: str, project: str) -> bool:
+    """Move a session to the agent of this identity in its team and source (made when
+    missing, with the session's last activity as its last sighting). Whether an agent was
+    made."""
+    old = session.agent
+    target, made = Agent.objects.get_or_create(
+        team_id=old.team_id,
+        source=old.source,
+        external_id=external_id,
+        defaults={
+            "name": name,
+            "project": project,
+            "last_seen_at": session.last_event_at or timezone.now(),
+            "redaction_version": RULES_VERSION,
+        },
+    )
+    Session.objects.filter(pk=session.pk).update(agent=target)
+    session.agent = target
+    return made
+
+
+def agent_delete_if_unused(agent: Agent) -> bool:
+    """Delete an agent that no session is on any more (the caller has checked that
+    nothing of its own holds it). Whether it was deleted."""
+    if Session.objects.filter(agent=agent).exists():
+        return False
+    agent.delete()
+    return True

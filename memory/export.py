@@ -28,6 +28,7 @@ from lifecycle.models import (
     Session,
 )
 from lifecycle.selectors import session_chain
+from lifecycle.services import session_import, session_links_set
 from lifecycle.state import FOLD_FIELDS
 from sessionhub.models import Team
 from sessionhub.text.redaction import RULES_VERSION, keyed_form, redact_value
@@ -234,13 +235,12 @@ def document_import(
             progress()
     # Links between sessions, once every session of the document exists.
     for item in created:
-        links = {}
-        for name in ("previous_session", "continued_by"):
-            target = item.get(name)
-            if target and Session.objects.filter(pk=target, team=team).exists():
-                links[f"{name}_id"] = target
-        if links:
-            Session.objects.filter(pk=item["id"]).update(**links)
+        session_links_set(
+            team=team,
+            session_pk=item["id"],
+            previous_session=item.get("previous_session"),
+            continued_by=item.get("continued_by"),
+        )
     pins_by_uid = {str(p.uid): p for p in Pin.objects.filter(team=team)}
     for item in created:
         for pin in item.get("pins", []):
@@ -306,24 +306,15 @@ def redacted_session_item(item: Any) -> dict[str, Any]:
 
 
 def _session_import(item: dict[str, Any], team: Team) -> None:
-    agent_data = item["agent"]
-    agent, _ = Agent.objects.get_or_create(
+    session, by_event_id = session_import(
         team=team,
-        source=agent_data["source"],
-        external_id=agent_data["external_id"],
-        defaults={"name": agent_data.get("name", ""), "project": agent_data.get("project", "")},
+        agent=item["agent"],
+        session_pk=item["id"],
+        session=_values(item, SESSION_FIELDS),
+        events=[_values(e, EXPORTED_EVENT_FIELDS) for e in item.get("events", [])],
     )
-    session = Session.objects.create(
-        pk=item["id"], team=team, agent=agent, **_values(item, SESSION_FIELDS)
-    )
-    LifecycleEvent.objects.bulk_create(
-        [
-            LifecycleEvent(team=team, session=session, **_values(e, EXPORTED_EVENT_FIELDS))
-            for e in item.get("events", [])
-        ]
-    )
+    agent = session.agent
     _pins_import(item, team, agent)
-    by_event_id = {e.event_id: e for e in LifecycleEvent.objects.filter(session=session)}
     for model, key, fields in (
         (StreamTail, "tails", TAIL_FIELDS),
         (Observation, "observations", OBSERVATION_FIELDS),

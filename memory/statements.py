@@ -26,6 +26,7 @@ from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
 
 from lifecycle.models import Session
+from lifecycle.services import sessions_continued_by
 from sessionhub.db.statements import (
     Compiled,
     column_of,
@@ -119,7 +120,7 @@ def record_insert(record: ContinuityRecord, sources: Sequence[uuid.UUID]) -> Non
             through.objects.bulk_create(
                 [through(continuityrecord_id=record.pk, session_id=pk) for pk in sources]
             )
-            Session.objects.filter(pk__in=sources).update(continued_by_id=record.session_id)
+            sessions_continued_by(sources, record.session_id)
         return
     assert record.created_at is not None, "set created_at: auto_now_add runs only in save()"
     params: list[Any] = [

@@ -16,12 +16,12 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 from django.db import transaction
-from django.utils import timezone
 
 from lifecycle.adapters.claude_code import agent_identity
 from lifecycle.models import Agent, Session, Source
+from lifecycle.services import agent_delete_if_unused, session_agent_move
 from memory.models import Pin
-from sessionhub.text.redaction import KEYED_SEPARATOR, RULES_VERSION
+from sessionhub.text.redaction import KEYED_SEPARATOR
 
 _MARKER = "[REDACTED:"
 
@@ -63,24 +63,15 @@ class Command(BaseCommand):
                         self.stdout.write(f"would move {session.external_id} to {external_id}")
                         moved += 1
                         continue
-                    target, made = Agent.objects.get_or_create(
-                        team_id=agent.team_id,
-                        source=agent.source,
-                        external_id=external_id,
-                        defaults={
-                            "name": name,
-                            "project": shown,
-                            "last_seen_at": session.last_event_at or timezone.now(),
-                            "redaction_version": RULES_VERSION,
-                        },
+                    created += session_agent_move(
+                        session, external_id=external_id, name=name, project=shown
                     )
-                    created += made
-                    Session.objects.filter(pk=session.pk).update(agent=target)
-                    Pin.objects.filter(agent=agent, origin_session=session).update(agent=target)
+                    Pin.objects.filter(agent=agent, origin_session=session).update(
+                        agent=session.agent
+                    )
                     moved += 1
-                empty = not Session.objects.filter(agent=agent).exists()
-                if empty and not dry_run and not Pin.objects.filter(agent=agent).exists():
-                    agent.delete()
+                if not dry_run and not Pin.objects.filter(agent=agent).exists():
+                    agent_delete_if_unused(agent)
         verb = "would move" if dry_run else "moved"
         self.stdout.write(
             f"{len(merged)} merged agent(s) found; {moved} session{'s' * (moved != 1)} {verb}, "
