@@ -42,7 +42,7 @@ from django.db.models import F, Func, Q, QuerySet, TextField, Value
 from django.db.models.functions import Cast, Coalesce
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session
-from sessionhub.db.statements import server_bound_cursor
+from sessionhub.db.statements import column_of, model_from_row, server_bound_cursor
 
 from . import features as feature_lib
 from . import relevance as relevance_lib
@@ -158,13 +158,18 @@ def memory_search(
         ranked.append((score, active.timestamp() if active else 0.0, pk, fresh))
     ranked.sort(key=lambda r: (-r[0], -r[1]))
     top = ranked[:limit]
+    shown = [pk for _, _, pk, _ in top]
     if rows is None:
-        # PostgreSQL: what the answer shows of a session (its line, its summary) is read
-        # for the sessions it names only.
-        rows = _rows(Session.objects.filter(team_id=team_id, pk__in=[pk for _, _, pk, _ in top]))
+        # PostgreSQL: what the answer shows of a session (its line, its summary, its tool
+        # uses) is read for the sessions it names only, in one statement.
+        lines, summaries, tools = _shown_postgres(team_id, shown, terms)
+    else:
+        lines = {pk: rows[pk].line for pk in shown}
+        summaries = {pk: rows[pk].summary for pk in shown}
+        tools = _tool_uses(shown, terms)
     hits = [
         Hit(
-            line=rows[pk].line,
+            line=lines[pk],
             score=score,
             relevance=weights[pk],
             recency=fresh,
@@ -174,9 +179,9 @@ def memory_search(
         )
         for score, _, pk, fresh in top
     ]
-    _snippets(hits, rows, terms)
-    shown = {h.line.pk for h in hits}
-    loose = [p for p in pins if p.origin_session_id not in shown]
+    _snippets(hits, summaries, tools, terms)
+    named = set(shown)
+    loose = [p for p in pins if p.origin_session_id not in named]
     return SearchResult(terms=terms, hits=hits, looked_at=len(found), pins=loose[:limit])
 
 
@@ -347,10 +352,18 @@ _TAIL_TEXT = "to_tsvector('english'::regconfig, COALESCE(x.final_message, ''))"
 # Which of the terms (their numbers, from 1) a session's stored search documents hold, as
 # ``relevance.terms_matched`` asks it: every lexeme of the term (``plainto_tsquery`` is
 # their AND; a term of no lexeme matches nothing), or the term is one of its hot topics.
+# The session's document and lowered topics are made once (``OFFSET 0`` keeps the planner
+# from copying their expressions into each term's test).
 _HITS = (
-    "ARRAY(SELECT t.n FROM terms t WHERE (numnode(t.q) > 0 AND "
-    "(COALESCE(m.search_document, ''::tsvector) || COALESCE(f.search_document, ''::tsvector)) "
-    "@@ t.q) OR COALESCE(lower(f.hot_topics::text)::jsonb ? t.t, false) ORDER BY t.n)"
+    "ARRAY(SELECT t.n FROM terms t WHERE (numnode(t.q) > 0 AND d.document @@ t.q) "
+    "OR COALESCE(d.topics ? t.t, false))"
+)
+_DOCUMENT = (
+    "LEFT JOIN memory_summary m ON m.session_id = {id} "
+    "LEFT JOIN memory_sessionfeatures f ON f.session_id = {id} "
+    "CROSS JOIN LATERAL (SELECT COALESCE(m.search_document, ''::tsvector) "
+    "|| COALESCE(f.search_document, ''::tsvector) AS document, "
+    "lower(f.hot_topics::text)::jsonb AS topics OFFSET 0) AS d"
 )
 
 
@@ -474,9 +487,7 @@ def _search_sql(shape: _Shape, recent: int, matches: int) -> str:
         f"WHERE s.team_id = %s{_filter_sql(shape, 's', 's.id')} "
         f"ORDER BY s.started_at DESC LIMIT {recent}) AS r), "
         f"matched AS MATERIALIZED (SELECT r.id, r.ord, {_HITS} AS hits, "
-        "m.id IS NOT NULL AS summarised "
-        "FROM recent r LEFT JOIN memory_summary m ON m.session_id = r.id "
-        "LEFT JOIN memory_sessionfeatures f ON f.session_id = r.id), "
+        f"m.id IS NOT NULL AS summarised FROM recent r {_DOCUMENT.format(id='r.id')}), "
         f"{_every_term_ctes(shape, matches * SCAN_FACTOR, matches)}, "
         "older AS MATERIALIZED (SELECT e.session_id AS id, array_agg(DISTINCT e.source) AS sources "
         "FROM every e WHERE (SELECT count(*) FROM matched WHERE cardinality(hits) = %s) < %s "
@@ -484,9 +495,7 @@ def _search_sql(shape: _Shape, recent: int, matches: int) -> str:
         "SELECT c.id, (EXTRACT(EPOCH FROM COALESCE(s.ended_at, s.last_event_at, s.started_at)) "
         "* 1000000)::bigint, c.hits, c.summarised, o.sources FROM ("
         "SELECT id, ord, hits, summarised FROM matched UNION ALL "
-        f"SELECT o.id, NULL, {_HITS}, m.id IS NOT NULL FROM older o "
-        "LEFT JOIN memory_summary m ON m.session_id = o.id "
-        "LEFT JOIN memory_sessionfeatures f ON f.session_id = o.id "
+        f"SELECT o.id, NULL, {_HITS}, m.id IS NOT NULL FROM older o {_DOCUMENT.format(id='o.id')} "
         "WHERE o.id NOT IN (SELECT id FROM recent)) AS c "
         "JOIN lifecycle_session s ON s.id = c.id AND s.team_id = %s "
         "LEFT JOIN older o ON o.id = c.id ORDER BY c.ord NULLS LAST"
@@ -632,9 +641,36 @@ def _words_in(text: str, terms: Sequence[str]) -> set[str]:
 
 
 def _active_pins_matching(team_id: int, terms: Sequence[str]) -> list[Pin]:
-    """The team's active pins (at most ``MAX_ACTIVE_PINS`` an agent) that hold a term."""
-    pins = Pin.objects.filter(team_id=team_id, unpinned_at__isnull=True).order_by("-pinned_at")
-    return [p for p in pins[:PINS_READ] if _words_in(f"{p.label} {p.content}", terms)]
+    """The team's active pins (at most ``MAX_ACTIVE_PINS`` an agent) that hold a term.
+
+    On PostgreSQL only the pins whose label or content hold a term's stem (whatever the
+    case: a word whose stem is the term's holds it) are read, in a prepared statement;
+    each is then asked as elsewhere."""
+    if connection.vendor != "postgresql":
+        pins = Pin.objects.filter(team_id=team_id, unpinned_at__isnull=True).order_by("-pinned_at")
+        return [p for p in pins[:PINS_READ] if _words_in(f"{p.label} {p.content}", terms)]
+    patterns = [_contains(feature_lib.stem(term)) for term in terms]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_pins_sql(), [team_id, patterns, patterns])
+        read = [model_from_row(Pin, row) for row in cursor.fetchall()]
+    return [p for p in read if _words_in(f"{p.label} {p.content}", terms)]
+
+
+def _contains(text: str) -> str:
+    """A LIKE pattern for a text that holds ``text`` (as the ORM's ``contains`` writes it)."""
+    return f"%{connection.ops.prep_for_like_query(text)}%"
+
+
+@functools.cache
+def _pins_sql() -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"p.{quote(column_of(f))}" for f in Pin._meta.concrete_fields)
+    return (
+        f"SELECT {columns} FROM {quote(Pin._meta.db_table)} p "  # noqa: S608 - constants only
+        "WHERE p.team_id = %s AND p.unpinned_at IS NULL "
+        "AND (p.label ILIKE ANY(%s::text[]) OR p.content ILIKE ANY(%s::text[])) "
+        f"ORDER BY p.pinned_at DESC LIMIT {PINS_READ}"
+    )
 
 
 # --- what shows it ---------------------------------------------------------------------------
@@ -663,25 +699,84 @@ def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def _snippets(hits: list[Hit], rows: dict[uuid.UUID, _Row], terms: list[str]) -> None:
-    """Each hit's line that holds most of its terms: from its summary, its tool uses (one
-    query for all hits), its pins, else its summary's request."""
-    if not hits:
-        return
-    pks = [h.line.pk for h in hits]
+_SHOWN_SQL = (
+    "SELECT 0, s.id, (EXTRACT(EPOCH FROM s.started_at) * 1000000)::bigint, "
+    "(EXTRACT(EPOCH FROM s.ended_at) * 1000000)::bigint, a.name, a.external_id, s.project, "
+    "s.status, m.id, "
+    + ", ".join(f"m.{name}" for name in SUMMARY_SEARCH_FIELDS)
+    + ", 0::bigint FROM lifecycle_session s JOIN lifecycle_agent a ON a.id = s.agent_id "
+    "LEFT JOIN memory_summary m ON m.session_id = s.id "
+    "WHERE s.id = ANY(%s::uuid[]) AND s.team_id = %s "
+    "UNION ALL SELECT 1, o.session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "o.tool_name::text, o.input_digest"
+    + ", NULL"
+    * (len(SUMMARY_SEARCH_FIELDS) - 2)
+    + ", row_number() OVER () FROM (SELECT o.session_id, o.tool_name, o.input_digest "
+    "FROM memory_observation o WHERE o.session_id = ANY(%s::uuid[]) AND o.team_id = %s "
+    "AND (UPPER(o.input_digest) LIKE ANY(%s::text[]) OR UPPER(o.tool_name::text) "
+    "LIKE ANY(%s::text[])) ORDER BY o.occurred_at, o.id LIMIT 200) AS o "
+    "ORDER BY 1, " + str(len(SUMMARY_SEARCH_FIELDS) + 10)
+)
+
+
+def _shown_postgres(
+    team_id: int, pks: list[uuid.UUID], terms: Sequence[str]
+) -> tuple[
+    dict[uuid.UUID, SessionLine], dict[uuid.UUID, dict[str, str]], dict[uuid.UUID, list[str]]
+]:
+    """PostgreSQL: the answer's sessions, their summaries and the tool uses that name a
+    term (as ``_tool_uses`` reads them), in one prepared statement."""
+    lines: dict[uuid.UUID, SessionLine] = {}
+    summaries: dict[uuid.UUID, dict[str, str]] = {}
+    tools: dict[uuid.UUID, list[str]] = {}
+    if not pks:
+        return lines, summaries, tools
+    patterns = [_contains(term).upper() for term in terms]
+    params = [pks, team_id, pks, team_id, patterns, patterns]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_SHOWN_SQL, params)
+        rows = cursor.fetchall()
+    for kind, pk, started, ended, agent, agent_id, project, status, summary_id, *rest in rows:
+        texts = rest[: len(SUMMARY_SEARCH_FIELDS)]
+        if kind:
+            tools.setdefault(pk, []).append(f"{texts[0]} {texts[1]}")
+            continue
+        line = SessionLine(pk, agent or agent_id, project, status, _when(started), _when(ended))
+        lines[pk] = line
+        summaries[pk] = (
+            dict(zip(SUMMARY_SEARCH_FIELDS, texts, strict=True)) if summary_id is not None else {}
+        )
+    return lines, summaries, tools
+
+
+def _tool_uses(pks: list[uuid.UUID], terms: Sequence[str]) -> dict[uuid.UUID, list[str]]:
+    """The tool uses of these sessions whose tool or input names a term, oldest first (at
+    most 200 in all), as "tool input" lines."""
+    tools: dict[uuid.UUID, list[str]] = {}
+    if not pks:
+        return tools
     used = Q()
     for term in terms:
         used |= Q(input_digest__icontains=term) | Q(tool_name__icontains=term)
-    tools: dict[uuid.UUID, list[str]] = {}
     for pk, name, digest in (
         Observation.objects.filter(used, session_id__in=pks)
         .order_by("occurred_at", "id")
         .values_list("session_id", "tool_name", "input_digest")[:200]
     ):
         tools.setdefault(pk, []).append(f"{name} {digest}")
+    return tools
+
+
+def _snippets(
+    hits: list[Hit],
+    summaries: dict[uuid.UUID, dict[str, str]],
+    tools: dict[uuid.UUID, list[str]],
+    terms: list[str],
+) -> None:
+    """Each hit's line that holds most of its terms: from its summary, its tool uses, its
+    pins, else its summary's request."""
     for hit in hits:
-        row = rows.get(hit.line.pk)
-        summary = row.summary if row is not None else {}
+        summary = summaries.get(hit.line.pk, {})
         candidates = [
             (_best_sentence([summary.get(f) or "" for f in SUMMARY_SEARCH_FIELDS], terms), ""),
             (_best_sentence(tools.get(hit.line.pk, []), terms), "observation"),
