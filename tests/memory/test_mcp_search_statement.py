@@ -110,3 +110,49 @@ def test_the_search_indexes_keep_a_short_pending_list() -> None:
         "dashboard_fts_summary": ["gin_pending_list_limit=256"],
         "dashboard_fts_tail": ["gin_pending_list_limit=256"],
     }
+
+
+def test_the_prepared_caller_guess_is_the_querysets_row(team: Team, other_team: Team) -> None:
+    from datetime import timedelta
+
+    from django.db.models import Q
+
+    from lifecycle.models import OPEN_STATUSES, SessionStatus
+    from memory import statements
+    from tests.factories import SessionFactory
+
+    gateway = "gw_1%"  # LIKE's own characters in the name are matched as themselves
+    now = timezone.now()
+    mine = AgentFactory(team=team, external_id=f"{gateway}:/src/api")
+    slashed = AgentFactory(team=team, external_id=f"{gateway}/bot")
+    lookalike = AgentFactory(team=team, external_id="gw_12:/src/api")
+    theirs = AgentFactory(team=other_team, external_id=f"{gateway}:/src/api")
+    for agent, status, minutes in (
+        (mine, SessionStatus.ACTIVE, 30),
+        (slashed, SessionStatus.SUSPENDED, 20),
+        (mine, SessionStatus.ENDED, 1),
+        (lookalike, SessionStatus.ACTIVE, 2),
+        (theirs, SessionStatus.ACTIVE, 3),
+    ):
+        SessionFactory(agent=agent, status=status, last_event_at=now - timedelta(minutes=minutes))
+
+    def queryset() -> Session | None:
+        return (
+            Session.objects.filter(team_id=team.pk, status__in=OPEN_STATUSES)
+            .filter(
+                Q(agent__external_id__startswith=f"{gateway}:")
+                | Q(agent__external_id__startswith=f"{gateway}/")
+            )
+            .select_related("agent")
+            .order_by("-last_event_at")
+            .first()
+        )
+
+    found = statements.caller_guess(team.pk, gateway)
+    expected = queryset()
+    assert found is not None and expected is not None
+    assert found.agent.external_id == f"{gateway}/bot"
+    fields = [f.attname for f in Session._meta.concrete_fields]
+    assert [getattr(found, f) for f in fields] == [getattr(expected, f) for f in fields]
+    assert found.agent == expected.agent and found.agent.name == expected.agent.name
+    assert statements.caller_guess(team.pk, "nobody") is None
