@@ -23,6 +23,13 @@ Which sessions are looked at, whatever the number of sessions a team has:
 
 An old session that holds only some of the terms is not found; a query of fewer, rarer
 words finds it.
+
+On PostgreSQL a search is three prepared statements, whatever the team's size: which
+sessions are looked at and which terms each holds (``_search_sql``: both parts above, the
+terms tested in SQL against the stored search documents, the indexes read only when the
+newest sessions do not answer), the pins that may hold a term, and what the answer shows
+of the sessions it names. Elsewhere (SQLite) the ORM reads the sessions and Python matches
+their words.
 """
 
 from __future__ import annotations
@@ -599,30 +606,17 @@ def every_term_statement(
     )
 
 
-_SCANS_OFF = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
-_SCANS_BACK = "; SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
-
-
 def with_index_scans(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """The rows of a statement planned, on PostgreSQL, to read the full-text indexes.
-
-    With a limit and a common word the planner walks the table (or its team index) and
-    computes each row's text vector until enough rows match, taking that for cheap (on
-    100,000 sessions, 200 to 460 ms for one common word), where a bitmap of the full-text
-    index answers in about 5 ms whatever the word. The settings go with the statement in
-    one round trip: several statements in one query run as one transaction of their own
-    (or within the caller's), which the settings end with; the last two set them back
-    for a caller's transaction, and an error rolls them back.
-    """
+    """The rows of a statement of ``every_term_statement``'s: on PostgreSQL its full-text
+    parts are materialized CTEs, which the planner plans whole, so that each reads its
+    full-text index whatever the outer limit (planned under the limit, a common word made
+    it walk the table or its team index and compute each row's text vector: on 100,000
+    sessions, 200 to 460 ms, where a bitmap of the index answers in a few ms). No planner
+    setting is changed: the search's own statement, which holds the same parts, is
+    prepared, and a prepared statement is one statement."""
     with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())
-        cursor.execute(_SCANS_OFF + sql + _SCANS_BACK, params)
-        raw = cursor.cursor
-        while raw.description is None and raw.nextset():
-            pass
-        return list(raw.fetchall())
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
 
 
 # Separators inside paths and names: PostgreSQL's parser keeps ``src/ledger/migrate.py`` as
