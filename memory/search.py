@@ -456,7 +456,9 @@ def _every_term_ctes(shape: _Shape, scan: int, limit: int) -> str:
         ),
         ("final_message", "memory_streamtail", _TAIL_TEXT, "x.captured_at", ""),
     )
-    joined = shape != _Shape(False, False, False, False, False)
+    # The session's row only for a filter on its columns: the asking session is left out
+    # by the row's own session column.
+    joined = shape.project or shape.agent or shape.since or shape.until
     ctes = []
     parts = []
     for n, (source, table, text, moment, kind) in enumerate(sources):
