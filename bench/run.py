@@ -182,6 +182,18 @@ def parse_args() -> argparse.Namespace:
         "under single-event, batch and continuity load; stacks and summaries go to DIR",
     )
     parser.add_argument("--keep-logs", action="store_true", help="keep the server logs")
+    parser.add_argument(
+        "--database",
+        default=DB_NAME,
+        help=f"the PostgreSQL database to recreate and use (default {DB_NAME}), so that two "
+        "runs on one machine do not drop each other's",
+    )
+    parser.add_argument(
+        "--redis-db",
+        type=int,
+        default=int(REDIS_URL.rsplit("/", 1)[1]),
+        help="the Redis database number to flush and use (default 13)",
+    )
     return parser.parse_args()
 
 
@@ -264,7 +276,7 @@ class Bench:
             raise SystemExit("nginx is needed for --front nginx: apt-get install -y nginx")
         common.ensure_services()
         self.results["versions"] = common.versions(f"{PG}/postgres", REDIS_URL)
-        log(f"database {DB_NAME}: recreated empty; Redis db 13 flushed; logs in {self.workdir}")
+        log(f"database {DB_NAME}: recreated empty; Redis {REDIS_URL} flushed; logs: {self.workdir}")
         common.recreate_database(f"{PG}/postgres", DB_NAME)
         import redis
 
@@ -1372,7 +1384,10 @@ def render(r: dict[str, Any]) -> str:
 
 
 def main() -> int:
+    global DB_NAME, REDIS_URL
     args = parse_args()
+    DB_NAME = args.database
+    REDIS_URL = f"{REDIS_URL.rsplit('/', 1)[0]}/{args.redis_db}"
     return Bench(args).run()
 
 

@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q
 
 from lifecycle.adapters.base import as_key
 from lifecycle.models import OPEN_STATUSES, Agent, EventKind, LifecycleEvent, Session, Source
 from sessionhub.models import ApiToken
 
+from . import statements
 from .models import Pin, SessionFeatures, StreamTail, Summary
 from .search import SearchResult, clip, project_q
 from .selectors import active_pins
@@ -73,8 +75,11 @@ def caller_named(*, token: ApiToken, source: str, session_id: str) -> Session | 
 
 
 def caller_guess(token: ApiToken) -> Session | None:
-    """The open session of this token's gateway that was active last."""
+    """The open session of this token's gateway that was active last (on PostgreSQL in a
+    prepared statement: ``memory.statements.caller_guess``)."""
     gateway = token.gateway_name
+    if connection.vendor == "postgresql":
+        return statements.caller_guess(token.team_id, gateway)
     return (
         Session.objects.filter(team_id=token.team_id, status__in=OPEN_STATUSES)
         .filter(

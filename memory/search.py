@@ -22,10 +22,18 @@ Which sessions are looked at, whatever the number of sessions a team has:
 
 An old session that holds only some of the terms is not found; a query of fewer, rarer
 words finds it.
+
+On PostgreSQL a search is three prepared statements, whatever the team's size: which
+sessions are looked at and which terms each holds (``_search_sql``: both parts above, the
+terms tested in SQL against the stored search documents, the indexes read only when the
+newest sessions do not answer), the pins that may hold a term, and what the answer shows
+of the sessions it names. Elsewhere (SQLite) the ORM reads the sessions and Python matches
+their words.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Sequence
@@ -35,13 +43,12 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
-from django.contrib.postgres.search import SearchQuery, SearchVector
 from django.db import connection
 from django.db.models import F, Func, Q, QuerySet, TextField, Value
-from django.db.models.fields.json import KT
 from django.db.models.functions import Cast, Coalesce
 
 from lifecycle.models import Agent, EventKind, LifecycleEvent, Session
+from sessionhub.db.statements import column_of, model_from_row, server_bound_cursor
 
 from . import features as feature_lib
 from . import relevance as relevance_lib
@@ -133,6 +140,75 @@ def memory_search(
     if not terms:
         return SearchResult(terms=[], hits=[], looked_at=0)
     knobs = _knobs()
+    found: dict[uuid.UUID, _Found]
+    rows: dict[uuid.UUID, _Row] | None = None
+    if connection.vendor == "postgresql":
+        found = _found_postgres(team_id, terms, filters, limit, knobs)
+    else:
+        found, rows = _found_elsewhere(team_id, terms, filters, limit, knobs)
+    matched = {pk: f.matched for pk, f in found.items()}
+    where = {pk: f.where for pk, f in found.items()}
+    pins = _active_pins_matching(team_id, terms)
+    for pin in pins:
+        origin = pin.origin_session_id
+        if origin is not None and origin in matched:
+            matched[origin] = matched[origin] | _words_in(f"{pin.label} {pin.content}", terms)
+            where[origin].add("pin")
+    candidates = {pk: hits for pk, hits in matched.items() if hits}
+    weights = relevance_scores(terms, candidates)
+    weight = knobs["SEARCH_RECENCY_WEIGHT"]
+    continuity = continuity_knobs()
+    ranked = []
+    for pk in candidates:
+        active = found[pk].active
+        hours = max(0.0, (now - active).total_seconds() / 3600) if active else 1e6
+        fresh = recency(hours, continuity)
+        score = weights[pk] * (1 - weight + weight * fresh)
+        ranked.append((score, active.timestamp() if active else 0.0, pk, fresh))
+    ranked.sort(key=lambda r: (-r[0], -r[1]))
+    top = ranked[:limit]
+    shown = [pk for _, _, pk, _ in top]
+    if rows is None:
+        # PostgreSQL: what the answer shows of a session (its line, its summary, its tool
+        # uses) is read for the sessions it names only, in one statement.
+        lines, summaries, tools = _shown_postgres(team_id, shown, terms)
+    else:
+        lines = {pk: rows[pk].line for pk in shown}
+        summaries = {pk: rows[pk].summary for pk in shown}
+        tools = _tool_uses(shown, terms)
+    hits = [
+        Hit(
+            line=lines[pk],
+            score=score,
+            relevance=weights[pk],
+            recency=fresh,
+            matched=[t for t in terms if t in candidates[pk]],
+            where=sorted(where[pk]),
+            pins=[p for p in pins if p.origin_session_id == pk],
+        )
+        for score, _, pk, fresh in top
+    ]
+    _snippets(hits, summaries, tools, terms)
+    named = set(shown)
+    loose = [p for p in pins if p.origin_session_id not in named]
+    return SearchResult(terms=terms, hits=hits, looked_at=len(found), pins=loose[:limit])
+
+
+@dataclass(slots=True)
+class _Found:
+    """A session looked at: when it was last active, the terms its memory holds, and
+    where they were found."""
+
+    active: datetime | None
+    matched: set[str]
+    where: set[str]
+
+
+def _found_elsewhere(
+    team_id: int, terms: list[str], filters: SearchFilters, limit: int, knobs: dict[str, Any]
+) -> tuple[dict[uuid.UUID, _Found], dict[uuid.UUID, _Row]]:
+    """The sessions looked at, read through the ORM and matched in Python (SQLite: the
+    embedded default), with what the answer shows of each."""
     # In the (team, -started_at) index's own order: a tie-break would read every tied row.
     recent = Session.objects.filter(filters.q(), team_id=team_id).order_by("-started_at")
     rows = _rows(recent[: knobs["SEARCH_RECENT"]])
@@ -158,41 +234,7 @@ def memory_search(
         if pk in rows:
             matched[pk] = set(terms)
             where[pk] |= sources
-    pins = _active_pins_matching(team_id, terms)
-    for pin in pins:
-        origin = pin.origin_session_id
-        if origin is not None and origin in matched:
-            matched[origin] = matched[origin] | _words_in(f"{pin.label} {pin.content}", terms)
-            where[origin].add("pin")
-    candidates = {pk: hits for pk, hits in matched.items() if hits}
-    weights = relevance_scores(terms, candidates)
-    weight = knobs["SEARCH_RECENCY_WEIGHT"]
-    continuity = continuity_knobs()
-    ranked = []
-    for pk in candidates:
-        active = rows[pk].active
-        hours = max(0.0, (now - active).total_seconds() / 3600) if active else 1e6
-        fresh = recency(hours, continuity)
-        score = weights[pk] * (1 - weight + weight * fresh)
-        ranked.append((score, active.timestamp() if active else 0.0, pk, fresh))
-    ranked.sort(key=lambda r: (-r[0], -r[1]))
-    top = ranked[:limit]
-    hits = [
-        Hit(
-            line=rows[pk].line,
-            score=score,
-            relevance=weights[pk],
-            recency=fresh,
-            matched=[t for t in terms if t in candidates[pk]],
-            where=sorted(where[pk]),
-            pins=[p for p in pins if p.origin_session_id == pk],
-        )
-        for score, _, pk, fresh in top
-    ]
-    _snippets(hits, rows, terms)
-    shown = {h.line.pk for h in hits}
-    loose = [p for p in pins if p.origin_session_id not in shown]
-    return SearchResult(terms=terms, hits=hits, looked_at=len(rows), pins=loose[:limit])
+    return {pk: _Found(row.active, matched[pk], where[pk]) for pk, row in rows.items()}, rows
 
 
 def _matched(rows: dict[uuid.UUID, _Row], terms: list[str]) -> dict[uuid.UUID, set[str]]:
@@ -303,6 +345,204 @@ class _StoredLexemes(Func):
 # --- which sessions ------------------------------------------------------------------------
 
 
+# PostgreSQL: the search in one statement, compiled once per process and filter shape and
+# prepared once per connection (``_statement``). The full-text expressions are the
+# dashboard's GIN indexes' own (``dashboard/migrations/0001_search_indexes.py``), written
+# out as they are there: a value bound as a parameter instead of the literal '' would not
+# match the index's expression.
+_SUMMARY_TEXT = (
+    "to_tsvector('english'::regconfig, COALESCE(x.request, '') || ' ' || "
+    "COALESCE(x.investigated, '') || ' ' || COALESCE(x.learned, '') || ' ' || "
+    "COALESCE(x.completed, '') || ' ' || COALESCE(x.next_steps, '') || ' ' || "
+    "COALESCE(x.final_message, ''))"
+)
+_PROMPT_TEXT = "to_tsvector('english'::regconfig, COALESCE((x.facts ->> 'text'), ''))"
+_TAIL_TEXT = "to_tsvector('english'::regconfig, COALESCE(x.final_message, ''))"
+# Which of the terms (their numbers, from 1) a session's stored search documents hold, as
+# ``relevance.terms_matched`` asks it: every lexeme of the term (``plainto_tsquery`` is
+# their AND; a term of no lexeme matches nothing), or the term is one of its hot topics.
+# The session's document and lowered topics are made once (``OFFSET 0`` keeps the planner
+# from copying their expressions into each term's test).
+_HITS = (
+    "ARRAY(SELECT t.n FROM terms t WHERE (numnode(t.q) > 0 AND d.document @@ t.q) "
+    "OR COALESCE(d.topics ? t.t, false))"
+)
+_DOCUMENT = (
+    "LEFT JOIN memory_summary m ON m.session_id = {id} "
+    "LEFT JOIN memory_sessionfeatures f ON f.session_id = {id} "
+    "CROSS JOIN LATERAL (SELECT COALESCE(m.search_document, ''::tsvector) "
+    "|| COALESCE(f.search_document, ''::tsvector) AS document, "
+    "lower(f.hot_topics::text)::jsonb AS topics OFFSET 0) AS d"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """Which filters a search has: each shape is one statement."""
+
+    project: bool
+    agent: bool
+    since: bool
+    until: bool
+    exclude: bool
+
+    @classmethod
+    def of(cls, filters: SearchFilters) -> _Shape:
+        return cls(
+            bool(filters.project),
+            filters.agent is not None,
+            filters.since is not None,
+            filters.until is not None,
+            filters.exclude is not None,
+        )
+
+
+def _filter_sql(shape: _Shape, session: str, exclude: str) -> str:
+    """The filters as SQL on the session's columns (alias ``session``); the asking session
+    is left out by ``exclude``, the row's own session column. Written as the ORM writes
+    ``SearchFilters.q`` (project: case-insensitive, whole or its last part)."""
+    parts = []
+    if shape.project:
+        parts.append(
+            f"(UPPER({session}.project::text) = UPPER(%s) "
+            f"OR UPPER({session}.project::text) LIKE UPPER(%s))"
+        )
+    if shape.agent:
+        parts.append(f"{session}.agent_id = %s")
+    if shape.since:
+        parts.append(f"{session}.last_event_at >= %s")
+    if shape.until:
+        parts.append(f"{session}.started_at <= %s")
+    if shape.exclude:
+        parts.append(f"{exclude} <> %s")
+    return "".join(f" AND {part}" for part in parts)
+
+
+def _filter_params(filters: SearchFilters) -> list[Any]:
+    """The values of ``_filter_sql``'s placeholders, in their order."""
+    params: list[Any] = []
+    if filters.project:
+        name = filters.project.strip().rstrip("/")
+        params += [name, "%" + connection.ops.prep_for_like_query("/" + name)]
+    if filters.agent is not None:
+        params.append(filters.agent.pk)
+    if filters.since is not None:
+        params.append(filters.since)
+    if filters.until is not None:
+        params.append(filters.until)
+    if filters.exclude is not None:
+        params.append(filters.exclude)
+    return params
+
+
+def _every_term_ctes(shape: _Shape, scan: int, limit: int) -> str:
+    """PostgreSQL: the sessions whose summary, prompts or final message hold every term
+    (``%(query)s``: the terms as one text; ``%(team)s``; the filters' values after each),
+    as CTEs: ``every`` (session_id, source), at most ``limit`` from each source.
+
+    Each source's matches are a materialized CTE: planned whole, its full-text index is
+    the cheapest way to all of them (planned under the outer limit, a common word made
+    the planner walk the table or its team index and compute each row's text vector:
+    docs/benchmarks.md), and read only as far as the limit asks. Of a match
+    set larger than ``scan`` rows, the newest of some ``scan`` are kept, not its newest:
+    ordering them all would read every one (the newest sessions are looked at anyway).
+    """
+    sources = (
+        ("summary", "memory_summary", _SUMMARY_TEXT, "x.updated_at", ""),
+        (
+            "prompt",
+            "lifecycle_lifecycleevent",
+            _PROMPT_TEXT,
+            "x.occurred_at",
+            "AND x.kind = 'prompt' ",
+        ),
+        ("final_message", "memory_streamtail", _TAIL_TEXT, "x.captured_at", ""),
+    )
+    # The session's row only for a filter on its columns: the asking session is left out
+    # by the row's own session column.
+    joined = shape.project or shape.agent or shape.since or shape.until
+    ctes = []
+    parts = []
+    for n, (source, table, text, moment, kind) in enumerate(sources):
+        join = " JOIN lifecycle_session s ON s.id = x.session_id" if joined else ""
+        where = _filter_sql(shape, "s", "x.session_id")
+        ctes.append(
+            f"found{n} AS MATERIALIZED (SELECT x.session_id, {moment} AS active "  # noqa: S608 - constants only
+            f"FROM {table} x{join} WHERE {text} @@ plainto_tsquery('english'::regconfig, %s) "
+            f"{kind}AND x.team_id = %s{where})"
+        )
+        parts.append(
+            f"(SELECT session_id, '{source}' AS source FROM (SELECT * FROM found{n} LIMIT {scan}) "  # noqa: S608 - constants only
+            f"AS f ORDER BY active DESC NULLS LAST LIMIT {limit})"
+        )
+    ctes.append("every AS (" + " UNION ALL ".join(parts) + ")")
+    return ", ".join(ctes)
+
+
+def _every_term_params(team_id: int, terms: Sequence[str], filters: SearchFilters) -> list[Any]:
+    return [" ".join(terms), team_id, *_filter_params(filters)] * 3
+
+
+@functools.cache
+def _search_sql(shape: _Shape, recent: int, matches: int) -> str:
+    """The whole search on PostgreSQL, one statement: the team's newest ``recent`` sessions
+    (within the filters) with the terms each holds; unless ``%(limit)s`` of them hold every
+    term, the sessions whose texts hold every term (``_every_term_ctes``); one row per
+    session looked at, the newest first, then the older ones found."""
+    return (
+        "WITH terms AS MATERIALIZED (SELECT u.n::int AS n, u.t, "  # noqa: S608 - constants only
+        "plainto_tsquery('english'::regconfig, u.t) AS q "
+        "FROM unnest(%s::text[]) WITH ORDINALITY AS u(t, n)), "
+        "recent AS MATERIALIZED (SELECT id, row_number() OVER () AS ord FROM ("
+        "SELECT s.id FROM lifecycle_session s "
+        f"WHERE s.team_id = %s{_filter_sql(shape, 's', 's.id')} "
+        f"ORDER BY s.started_at DESC LIMIT {recent}) AS r), "
+        f"matched AS MATERIALIZED (SELECT r.id, r.ord, {_HITS} AS hits, "
+        f"m.id IS NOT NULL AS summarised FROM recent r {_DOCUMENT.format(id='r.id')}), "
+        f"{_every_term_ctes(shape, matches * SCAN_FACTOR, matches)}, "
+        "older AS MATERIALIZED (SELECT e.session_id AS id, array_agg(DISTINCT e.source) AS sources "
+        "FROM every e WHERE (SELECT count(*) FROM matched WHERE cardinality(hits) = %s) < %s "
+        "GROUP BY e.session_id) "
+        "SELECT c.id, (EXTRACT(EPOCH FROM COALESCE(s.ended_at, s.last_event_at, s.started_at)) "
+        "* 1000000)::bigint, c.hits, c.summarised, o.sources FROM ("
+        "SELECT id, ord, hits, summarised FROM matched UNION ALL "
+        f"SELECT o.id, NULL, {_HITS}, m.id IS NOT NULL FROM older o {_DOCUMENT.format(id='o.id')} "
+        "WHERE o.id NOT IN (SELECT id FROM recent)) AS c "
+        "JOIN lifecycle_session s ON s.id = c.id AND s.team_id = %s "
+        "LEFT JOIN older o ON o.id = c.id ORDER BY c.ord NULLS LAST"
+    )
+
+
+def _found_postgres(
+    team_id: int, terms: list[str], filters: SearchFilters, limit: int, knobs: dict[str, Any]
+) -> dict[uuid.UUID, _Found]:
+    """The sessions looked at and the terms each holds, in one prepared statement."""
+    sql = _search_sql(_Shape.of(filters), knobs["SEARCH_RECENT"], knobs["SEARCH_MATCHES"])
+    params = [
+        terms,
+        team_id,
+        *_filter_params(filters),
+        *_every_term_params(team_id, terms, filters),
+        len(terms),
+        limit,
+        team_id,
+    ]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(sql, params)
+        rows = cursor.fetchall()
+    found: dict[uuid.UUID, _Found] = {}
+    for pk, active, hits, summarised, sources in rows:
+        matched = {terms[n - 1] for n in hits}
+        where = {"summary" if summarised else "topics"} if matched else set()
+        if sources:
+            # The index found every term in these (a prompt's or a final message's words
+            # the summary may not repeat).
+            matched = set(terms)
+            where.update(sources)
+        found[pk] = _Found(_when(active), matched, where)
+    return found
+
+
 def _sessions_with_every_term(
     team_id: int, terms: Sequence[str], filters: SearchFilters, limit: int
 ) -> dict[uuid.UUID, set[str]]:
@@ -318,36 +558,28 @@ def _sessions_with_every_term(
 def every_term_statement(
     team_id: int, terms: Sequence[str], filters: SearchFilters, limit: int
 ) -> tuple[str, list[Any]]:
-    """The statement of ``_sessions_with_every_term``: one SELECT per source, together
-    (``tests/memory/test_mcp_search.py`` holds it to the three full-text indexes)."""
-    within = filters.q("session__")
-    text = " ".join(terms)
-    summaries: QuerySet[Any]
-    prompts: QuerySet[Any]
-    tails: QuerySet[Any]
+    """The statement of the sessions whose summary, prompts or final message hold every
+    term: one SELECT per source, together (``tests/memory/test_mcp_search.py`` holds it to
+    the three full-text indexes). On PostgreSQL the search's own statement holds it
+    (``_search_sql``); elsewhere ``_sessions_with_every_term`` runs it."""
     if connection.vendor == "postgresql":
-        query = SearchQuery(text, search_type="plain", config=SEARCH_CONFIG)
-        summaries = Summary.objects.annotate(
-            document=SearchVector(*SUMMARY_SEARCH_FIELDS, config=SEARCH_CONFIG)
-        ).filter(document=query)
-        prompts = LifecycleEvent.objects.annotate(
-            document=SearchVector(KT("facts__text"), config=SEARCH_CONFIG)
-        ).filter(document=query, kind=EventKind.PROMPT)
-        tails = StreamTail.objects.annotate(
-            document=SearchVector("final_message", config=SEARCH_CONFIG)
-        ).filter(document=query)
-    else:
-        summaries = Summary.objects.all()
-        prompts = LifecycleEvent.objects.filter(kind=EventKind.PROMPT)
-        tails = StreamTail.objects.all()
-        # By the term's crude stem, so that "migrate" finds "migration" here too.
-        for stem in {feature_lib.stem(term) for term in terms}:
-            one = Q()
-            for name in SUMMARY_SEARCH_FIELDS:
-                one |= Q(**{f"{name}__icontains": stem})
-            summaries = summaries.filter(one)
-            prompts = prompts.filter(facts__text__icontains=stem)
-            tails = tails.filter(final_message__icontains=stem)
+        ctes = _every_term_ctes(_Shape.of(filters), limit * SCAN_FACTOR, limit)
+        return (
+            f"WITH {ctes} SELECT session_id, source FROM every",  # noqa: S608 - constants only
+            _every_term_params(team_id, terms, filters),
+        )
+    within = filters.q("session__")
+    summaries: QuerySet[Any] = Summary.objects.all()
+    prompts: QuerySet[Any] = LifecycleEvent.objects.filter(kind=EventKind.PROMPT)
+    tails: QuerySet[Any] = StreamTail.objects.all()
+    # By the term's crude stem, so that "migrate" finds "migration" here too.
+    for stem in {feature_lib.stem(term) for term in terms}:
+        one = Q()
+        for name in SUMMARY_SEARCH_FIELDS:
+            one |= Q(**{f"{name}__icontains": stem})
+        summaries = summaries.filter(one)
+        prompts = prompts.filter(facts__text__icontains=stem)
+        tails = tails.filter(final_message__icontains=stem)
     scan = limit * SCAN_FACTOR
     sources = (
         ("summary", summaries, "updated_at"),
@@ -378,31 +610,17 @@ def every_term_statement(
     )
 
 
-_SCANS_OFF = "SET LOCAL enable_seqscan = off; SET LOCAL enable_indexscan = off; "
-_SCANS_BACK = "; SET LOCAL enable_seqscan TO DEFAULT; SET LOCAL enable_indexscan TO DEFAULT"
-
-
 def with_index_scans(sql: str, params: Sequence[Any]) -> list[tuple[Any, ...]]:
-    """The rows of a statement planned, on PostgreSQL, to read the full-text indexes.
-
-    With a limit and a common word the planner walks the table (or its team index) and
-    computes each row's text vector until enough rows match, taking that for cheap, where
-    a bitmap of the full-text index answers in the same short time whatever the word
-    (docs/benchmarks.md, "Why the code is shaped as it is"). The settings go with the
-    statement in
-    one round trip: several statements in one query run as one transaction of their own
-    (or within the caller's), which the settings end with; the last two set them back
-    for a caller's transaction, and an error rolls them back.
-    """
+    """The rows of a statement of ``every_term_statement``'s: on PostgreSQL its full-text
+    parts are materialized CTEs, which the planner plans whole, so that each reads its
+    full-text index whatever the outer limit (planned under the limit, a common word made
+    it walk the table or its team index and compute each row's text vector, where a
+    bitmap of the index answers in a few ms: docs/benchmarks.md). No planner
+    setting is changed: the search's own statement, which holds the same parts, is
+    prepared, and a prepared statement is one statement."""
     with connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute(sql, params)
-            return list(cursor.fetchall())
-        cursor.execute(_SCANS_OFF + sql + _SCANS_BACK, params)
-        raw = cursor.cursor
-        while raw.description is None and raw.nextset():
-            pass
-        return list(raw.fetchall())
+        cursor.execute(sql, params)
+        return list(cursor.fetchall())
 
 
 # Separators inside paths and names: PostgreSQL's parser keeps ``src/ledger/migrate.py`` as
@@ -421,9 +639,36 @@ def _words_in(text: str, terms: Sequence[str]) -> set[str]:
 
 
 def _active_pins_matching(team_id: int, terms: Sequence[str]) -> list[Pin]:
-    """The team's active pins (at most ``MAX_ACTIVE_PINS`` an agent) that hold a term."""
-    pins = Pin.objects.filter(team_id=team_id, unpinned_at__isnull=True).order_by("-pinned_at")
-    return [p for p in pins[:PINS_READ] if _words_in(f"{p.label} {p.content}", terms)]
+    """The team's active pins (at most ``MAX_ACTIVE_PINS`` an agent) that hold a term.
+
+    On PostgreSQL only the pins whose label or content hold a term's stem (whatever the
+    case: a word whose stem is the term's holds it) are read, in a prepared statement;
+    each is then asked as elsewhere."""
+    if connection.vendor != "postgresql":
+        pins = Pin.objects.filter(team_id=team_id, unpinned_at__isnull=True).order_by("-pinned_at")
+        return [p for p in pins[:PINS_READ] if _words_in(f"{p.label} {p.content}", terms)]
+    patterns = [_contains(feature_lib.stem(term)) for term in terms]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_pins_sql(), [team_id, patterns, patterns])
+        read = [model_from_row(Pin, row) for row in cursor.fetchall()]
+    return [p for p in read if _words_in(f"{p.label} {p.content}", terms)]
+
+
+def _contains(text: str) -> str:
+    """A LIKE pattern for a text that holds ``text`` (as the ORM's ``contains`` writes it)."""
+    return f"%{connection.ops.prep_for_like_query(text)}%"
+
+
+@functools.cache
+def _pins_sql() -> str:
+    quote = connection.ops.quote_name
+    columns = ", ".join(f"p.{quote(column_of(f))}" for f in Pin._meta.concrete_fields)
+    return (
+        f"SELECT {columns} FROM {quote(Pin._meta.db_table)} p "  # noqa: S608 - constants only
+        "WHERE p.team_id = %s AND p.unpinned_at IS NULL "
+        "AND (p.label ILIKE ANY(%s::text[]) OR p.content ILIKE ANY(%s::text[])) "
+        f"ORDER BY p.pinned_at DESC LIMIT {PINS_READ}"
+    )
 
 
 # --- what shows it ---------------------------------------------------------------------------
@@ -452,25 +697,84 @@ def clip(text: str, limit: int = SNIPPET_CHARS) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " …"
 
 
-def _snippets(hits: list[Hit], rows: dict[uuid.UUID, _Row], terms: list[str]) -> None:
-    """Each hit's line that holds most of its terms: from its summary, its tool uses (one
-    query for all hits), its pins, else its summary's request."""
-    if not hits:
-        return
-    pks = [h.line.pk for h in hits]
+_SHOWN_SQL = (
+    "SELECT 0, s.id, (EXTRACT(EPOCH FROM s.started_at) * 1000000)::bigint, "
+    "(EXTRACT(EPOCH FROM s.ended_at) * 1000000)::bigint, a.name, a.external_id, s.project, "
+    "s.status, m.id, "
+    + ", ".join(f"m.{name}" for name in SUMMARY_SEARCH_FIELDS)
+    + ", 0::bigint FROM lifecycle_session s JOIN lifecycle_agent a ON a.id = s.agent_id "
+    "LEFT JOIN memory_summary m ON m.session_id = s.id "
+    "WHERE s.id = ANY(%s::uuid[]) AND s.team_id = %s "
+    "UNION ALL SELECT 1, o.session_id, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
+    "o.tool_name::text, o.input_digest"
+    + ", NULL"
+    * (len(SUMMARY_SEARCH_FIELDS) - 2)
+    + ", row_number() OVER () FROM (SELECT o.session_id, o.tool_name, o.input_digest "
+    "FROM memory_observation o WHERE o.session_id = ANY(%s::uuid[]) AND o.team_id = %s "
+    "AND (UPPER(o.input_digest) LIKE ANY(%s::text[]) OR UPPER(o.tool_name::text) "
+    "LIKE ANY(%s::text[])) ORDER BY o.occurred_at, o.id LIMIT 200) AS o "
+    "ORDER BY 1, " + str(len(SUMMARY_SEARCH_FIELDS) + 10)
+)
+
+
+def _shown_postgres(
+    team_id: int, pks: list[uuid.UUID], terms: Sequence[str]
+) -> tuple[
+    dict[uuid.UUID, SessionLine], dict[uuid.UUID, dict[str, str]], dict[uuid.UUID, list[str]]
+]:
+    """PostgreSQL: the answer's sessions, their summaries and the tool uses that name a
+    term (as ``_tool_uses`` reads them), in one prepared statement."""
+    lines: dict[uuid.UUID, SessionLine] = {}
+    summaries: dict[uuid.UUID, dict[str, str]] = {}
+    tools: dict[uuid.UUID, list[str]] = {}
+    if not pks:
+        return lines, summaries, tools
+    patterns = [_contains(term).upper() for term in terms]
+    params = [pks, team_id, pks, team_id, patterns, patterns]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_SHOWN_SQL, params)
+        rows = cursor.fetchall()
+    for kind, pk, started, ended, agent, agent_id, project, status, summary_id, *rest in rows:
+        texts = rest[: len(SUMMARY_SEARCH_FIELDS)]
+        if kind:
+            tools.setdefault(pk, []).append(f"{texts[0]} {texts[1]}")
+            continue
+        line = SessionLine(pk, agent or agent_id, project, status, _when(started), _when(ended))
+        lines[pk] = line
+        summaries[pk] = (
+            dict(zip(SUMMARY_SEARCH_FIELDS, texts, strict=True)) if summary_id is not None else {}
+        )
+    return lines, summaries, tools
+
+
+def _tool_uses(pks: list[uuid.UUID], terms: Sequence[str]) -> dict[uuid.UUID, list[str]]:
+    """The tool uses of these sessions whose tool or input names a term, oldest first (at
+    most 200 in all), as "tool input" lines."""
+    tools: dict[uuid.UUID, list[str]] = {}
+    if not pks:
+        return tools
     used = Q()
     for term in terms:
         used |= Q(input_digest__icontains=term) | Q(tool_name__icontains=term)
-    tools: dict[uuid.UUID, list[str]] = {}
     for pk, name, digest in (
         Observation.objects.filter(used, session_id__in=pks)
         .order_by("occurred_at", "id")
         .values_list("session_id", "tool_name", "input_digest")[:200]
     ):
         tools.setdefault(pk, []).append(f"{name} {digest}")
+    return tools
+
+
+def _snippets(
+    hits: list[Hit],
+    summaries: dict[uuid.UUID, dict[str, str]],
+    tools: dict[uuid.UUID, list[str]],
+    terms: list[str],
+) -> None:
+    """Each hit's line that holds most of its terms: from its summary, its tool uses, its
+    pins, else its summary's request."""
     for hit in hits:
-        row = rows.get(hit.line.pk)
-        summary = row.summary if row is not None else {}
+        summary = summaries.get(hit.line.pk, {})
         candidates = [
             (_best_sentence([summary.get(f) or "" for f in SUMMARY_SEARCH_FIELDS], terms), ""),
             (_best_sentence(tools.get(hit.line.pk, []), terms), "observation"),

@@ -25,13 +25,14 @@ from django.db import connection, transaction
 from django.db.models import Field, JSONField, Model
 from psycopg.types.json import Jsonb
 
-from lifecycle.models import Session
+from lifecycle.models import OPEN_STATUSES, Agent, Session
 from lifecycle.services import sessions_continued_by
 from sessionhub.db.statements import (
     Compiled,
     column_of,
     concrete_fields,
     json_document,
+    model_from_row,
     server_bound_cursor,
 )
 
@@ -214,3 +215,37 @@ def mcp_call_insert(record: McpCall, returned: Sequence[uuid.UUID]) -> None:
         record.pk = cursor.fetchone()[0]
     record._state.adding = False
     record._state.db = connection.alias
+
+
+@functools.cache
+def _caller_guess_sql() -> str:
+    quote = connection.ops.quote_name
+    sessions = ", ".join(f"s.{quote(column_of(f))}" for f in Session._meta.concrete_fields)
+    agents = ", ".join(f"a.{quote(column_of(f))}" for f in Agent._meta.concrete_fields)
+    # The statuses as literals: the partial index of open sessions is read only when the
+    # planner can prove its condition from the statement's own.
+    statuses = ", ".join(f"'{status}'" for status in OPEN_STATUSES)
+    return (
+        f"SELECT {sessions}, {agents} FROM {quote(Session._meta.db_table)} s "  # noqa: S608 - constants only
+        f"JOIN {quote(Agent._meta.db_table)} a ON a.id = s.agent_id "
+        f"WHERE s.team_id = %s AND s.status IN ({statuses}) "
+        "AND (a.external_id LIKE %s OR a.external_id LIKE %s) "
+        "ORDER BY s.last_event_at DESC LIMIT 1"
+    )
+
+
+def caller_guess(team_id: int, gateway: str) -> Session | None:
+    """PostgreSQL: the open session of a gateway's agents (their ids start with the
+    gateway's name and ``:`` or ``/``) that was active last, with its agent, in a prepared
+    statement: the same row as ``memory.recall.caller_guess``'s queryset, whose planning
+    costs more than its run."""
+    patterns = [f"{connection.ops.prep_for_like_query(gateway + sep)}%" for sep in ":/"]
+    with server_bound_cursor(prepared=True) as cursor:
+        cursor.execute(_caller_guess_sql(), [team_id, *patterns])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    width = len(Session._meta.concrete_fields)
+    session = model_from_row(Session, row[:width])
+    session.agent = model_from_row(Agent, row[width:])
+    return session
