@@ -78,6 +78,11 @@ _HAN_BREAK = re.compile(
 )
 
 
+def has_cjk(text: str) -> bool:
+    """Whether a text holds a run of the CJK scripts."""
+    return _CJK_RUN.search(text) is not None
+
+
 def cjk_words(text: str) -> list[str]:
     """The CJK keywords of a text, in order: bigrams of Han runs (a run of two is itself),
     katakana and Hangul runs whole (two characters or more)."""

@@ -67,8 +67,10 @@ def session_texts(
         return {}
     postgres = bool(terms) and connection.vendor == "postgresql"
     stored = (stored or {}) if postgres else {}
-    cjk = [term for term in terms if not term.isascii()]
-    latin = [term for term in terms if term.isascii()]
+    # Words of the Latin scripts, accents and all (``café``, ``ÜBER``), are matched by
+    # lexemes as PostgreSQL matches them; CJK terms by their characters.
+    cjk = [term for term in terms if feature_lib.has_cjk(term)]
+    latin = [term for term in terms if not feature_lib.has_cjk(term)]
     # Only a prompt asks what the documents hold (the start stage has no terms); the text
     # is built where the stored lexemes do not answer, or for CJK terms.
     documents = (

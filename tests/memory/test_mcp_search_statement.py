@@ -12,7 +12,7 @@ from django.db import connection
 from django.utils import timezone
 
 from lifecycle.models import EventKind, LifecycleEvent, Session
-from memory import relevance
+from memory.continuity.decide import prompt_terms
 from memory.models import StreamTail, Summary
 from memory.search import (
     SearchFilters,
@@ -68,7 +68,7 @@ def _seed(team: Team, request: str) -> None:
 
 
 def _plan(team: Team, query: str, *, analyze: bool = False) -> str:
-    terms = relevance.prompt_terms(query)
+    terms = prompt_terms(query)
     filters = SearchFilters()
     sql = _search_sql(_Shape.of(filters), 100, 30)
     params = [
