@@ -85,7 +85,10 @@ def adapter_for(source: str, token: ApiToken) -> Adapter:
     """The adapter of an ingest endpoint, bound to what it needs of the caller."""
     if source == Source.CLAUDE_CODE:
         gateway = token.gateway_name
-        return lambda body, now: claude_code_adapter.adapt(body, gateway=gateway, now=now)
+        memo: dict[Any, Any] = {}  # what the request's events repeat, derived once
+        return lambda body, now: claude_code_adapter.adapt(
+            body, gateway=gateway, now=now, memo=memo
+        )
     if source == Source.OPENCLAW:
         gateway = token.gateway_name
         return lambda body, now: openclaw_adapter.adapt(body, now=now, gateway=gateway)
