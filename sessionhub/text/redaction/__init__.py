@@ -357,14 +357,16 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
             continue
         if kind_of is dict:
             for key, item in source.items():  # type: ignore[attr-defined]
-                if key in _plain_keys:
+                plain = _plain_keys.get(key)
+                if plain:
                     continue  # its value needs no more than the scan below
-                if type(key) is not str:
-                    return False  # redact_value keeps it; not JSON, so look no closer
-                if key not in _clean_keys and redact_key(key) is not key:
-                    return False
-                if _plain_key(key):
-                    continue
+                if plain is None:
+                    if type(key) is not str:
+                        return False  # redact_value keeps it; not JSON, so look no closer
+                    if key not in _clean_keys and redact_key(key) is not key:
+                        return False
+                    if _plain_key(key):
+                        continue
                 if item and type(item) is str:
                     if _secret_key_kind(key) and not _is_marker(item):
                         return False  # a secret-named key's value goes whole
@@ -419,20 +421,20 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
     )
 
 
-# Keys found clean that name no secret and no identifier (``tool_name``, ``stdout``): for
-# ``unchanged`` their values are strings like any other, so such a key costs a set lookup.
-_plain_keys: set[str] = set()
+# Keys found clean, each with whether it is plain: it names no secret and no identifier
+# (``tool_name``, ``stdout``), so for ``unchanged`` its value is a string like any other.
+# A key costs one lookup here.
+_plain_keys: dict[str, bool] = {}
 
 
 def _plain_key(key: str) -> bool:
-    """Whether ``key`` (a clean key) is one of ``_plain_keys``, remembering it if so."""
-    if _secret_key_kind(key) is not None or _is_identifier_key(key):
-        return False
+    """Whether a clean ``key`` is plain, remembered in ``_plain_keys``."""
+    plain = _secret_key_kind(key) is None and not _is_identifier_key(key)
     if len(key) <= _KEY_CACHE_MAX_LENGTH:
         if len(_plain_keys) >= _CLEAN_MAX_ENTRIES:
             _plain_keys.clear()
-        _plain_keys.add(key)
-    return True
+        _plain_keys[key] = plain
+    return plain
 
 
 # Keys whose values are identifiers or paths (cwd, session_id, sessionKey, workspaceDir):
