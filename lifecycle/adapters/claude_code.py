@@ -22,7 +22,7 @@ from .base import (
     EventInvalid,
     NormalizedEvent,
     as_key,
-    derive_event_id,
+    derived_key,
     end_reason,
     event_identifier,
     identifier,
@@ -164,10 +164,10 @@ def adapt(
     raw_id = extra.get("event_id")
     # The payload is the body as Claude Code wrote it: SessionHub's own block goes.
     raw = {k: v for k, v in body.items() if k != "sessionhub"} if "sessionhub" in body else body
-    event_id = as_key(
-        event_identifier(raw_id, "sessionhub.event_id")
+    event_id = (
+        as_key(event_identifier(raw_id, "sessionhub.event_id"))
         if raw_id is not None
-        else derive_event_id(Source.CLAUDE_CODE, raw)
+        else derived_key(Source.CLAUDE_CODE, raw)
     )
     occurred_at = (
         parse_iso_time(extra["occurred_at"], "sessionhub.occurred_at", now)
