@@ -103,6 +103,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
     now = timezone.now()
     results: list[EventResult] = []
     valid: list[tuple[int, NormalizedEvent]] = []
+    clean: set[tuple[str, ...]] = set()  # the events' details found to hold no secret
     for index, body in enumerate(bodies):
         try:
             event = adapter(body, now)
@@ -119,7 +120,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
                 )
             )
             continue
-        valid.append((index, _redacted(event)))
+        valid.append((index, _redacted(event, clean)))
         results.append(
             EventResult(index=index, status=ACCEPTED, event_id=event.event_id, kind=event.kind)
         )
@@ -196,7 +197,7 @@ def _claimed_id(body: Any) -> str | None:
     return None
 
 
-def _redacted(event: NormalizedEvent) -> NormalizedEvent:
+def _redacted(event: NormalizedEvent, clean: set[tuple[str, ...]] | None = None) -> NormalizedEvent:
     """Secrets go before anything is stored or queued: payload, facts and every string
     shown about the session or its agent. The identifiers (event, session and agent ids,
     session key, hook) come from the adapters already keyed (``adapters.base.as_key``).
@@ -207,21 +208,24 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     One memo for the whole event: facts repeat payload strings (a prompt's text, a
     turn's last message, the tool name) and the working directory is in both the payload
     and the session's fields, so each such string is redacted once.
+
+    ``clean``, when given (one set for the events of a request), holds the details
+    (agent name, channel, working directory, project, developer) found to need nothing:
+    the events of a session repeat them, and they are looked at once.
     """
     memo: dict[str, str] = {}
+    details = (event.agent_name, event.channel, event.cwd, event.project, event.developer)
     # The usual event holds no secret and no string past the limit: one scan over all its
-    # strings finds that, and the event is stored as the adapter made it.
-    if unchanged(
-        event.payload,
-        event.facts,
-        event.agent_name,
-        event.channel,
-        event.cwd,
-        event.project,
-        event.developer,
-        memo=memo,
-        longest=MAX_STORED_STRING,
+    # strings finds that, and the event is stored as the adapter made it. (``unchanged``
+    # of several values is the conjunction of each one's answer.)
+    if clean is not None and details in clean:
+        if unchanged(event.payload, event.facts, memo=memo, longest=MAX_STORED_STRING):
+            return event
+    elif unchanged(
+        event.payload, event.facts, *details, memo=memo, longest=MAX_STORED_STRING
     ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
+        if clean is not None:
+            clean.add(details)
         return event
     changes: dict[str, Any] = {}
     for name in ("payload", "facts"):
