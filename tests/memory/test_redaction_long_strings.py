@@ -109,3 +109,16 @@ def test_unchanged_agrees_with_redact_value_on_long_strings(
     assert engine._has_anchor(long) == (
         engine._gate_search(long) is not None or engine._GATE_LITERAL in long
     )
+
+
+def test_a_requests_clean_strings_give_the_same_answers() -> None:
+    clean: set[str] = set()
+    texts = _corpus()
+    for text in [*texts, *texts]:  # twice: the second time, what was clean is known
+        value = {"cwd": "/srv/app", "tool_response": {"stdout": text}, "tool_name": "Bash"}
+        expected = redact_value(value) == value
+        assert unchanged(value, clean=clean) == expected
+        if not expected:
+            assert text not in clean
+    assert "/srv/app" in clean and "Bash" in clean
+    assert all(redact_text(text) == text for text in clean)

@@ -332,7 +332,12 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
     return root
 
 
-def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int = 0) -> bool:
+def unchanged(
+    *values: object,
+    memo: dict[str, str] | None = None,
+    longest: int = 0,
+    clean: set[str] | None = None,
+) -> bool:
     """Whether ``redact_value`` would give every one of ``values`` back as it is: no
     secret in any string, no key that holds or names one (with a value), no tuple.
 
@@ -344,7 +349,10 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
     one by one (short ones such as the channel ``cli`` are mostly in the clean cache).
     ``memo``, when given, receives the strings checked one by one, as ``redact_shared``
     would. ``longest``, when given, also asks that no string be longer: a caller that
-    trims long strings then knows there is nothing to trim either.
+    trims long strings then knows there is nothing to trim either. ``clean``, when given
+    (one set for a request's events, which repeat their ids and paths), holds strings an
+    earlier call found to need nothing: they are not scanned again, and it receives the
+    short strings of a call that answers yes.
     """
     strings: list[str] = []
     stack: list[object] = list(values)
@@ -397,8 +405,22 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
             for text in strings
             if len(text) < LONG_TEXT or not _no_gate_start(text) or _holds_gate_literal(text)
         ]
-        if not strings:
-            return True
+    if clean:
+        strings = [text for text in strings if text not in clean]
+    if not strings:
+        return True
+    if not _strings_unchanged(strings, memo):
+        return False
+    if clean is not None:
+        if len(clean) >= _CLEAN_MAX_ENTRIES:
+            clean.clear()
+        clean.update(text for text in strings if len(text) <= _CLEAN_MAX_LENGTH)
+    return True
+
+
+def _strings_unchanged(strings: list[str], memo: dict[str, str] | None) -> bool:
+    """Whether ``redact_text`` gives every one of ``strings`` back as it is (one scan of
+    them joined, as ``unchanged`` describes)."""
 
     def same(text: str) -> bool:
         return (redact_text(text) if memo is None else redact_shared(text, memo)) == text
