@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from lifecycle.models import EventKind, Source
 from sessionhub.text.redaction import keyed_form
@@ -137,7 +137,7 @@ def _remembered(memo: dict[Any, Any] | None, key: tuple[str, ...], make: Callabl
     if memo is None:
         return make()
     try:
-        return memo[key]
+        return cast(_T, memo[key])
     except KeyError:
         pass
     if len(memo) >= _MEMO_ENTRIES:
