@@ -18,7 +18,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -87,7 +87,10 @@ def adapter_for(source: str, token: ApiToken) -> Adapter:
     """The adapter of an ingest endpoint, bound to what it needs of the caller."""
     if source == Source.CLAUDE_CODE:
         gateway = token.gateway_name
-        return lambda body, now: claude_code_adapter.adapt(body, gateway=gateway, now=now)
+        memo: dict[Any, Any] = {}  # what the request's events repeat, derived once
+        return lambda body, now: claude_code_adapter.adapt(
+            body, gateway=gateway, now=now, memo=memo
+        )
     if source == Source.OPENCLAW:
         gateway = token.gateway_name
         return lambda body, now: openclaw_adapter.adapt(body, now=now, gateway=gateway)
@@ -102,6 +105,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
     now = timezone.now()
     results: list[EventResult] = []
     valid: list[tuple[int, NormalizedEvent]] = []
+    clean = _Clean()  # what the events repeat and was found to hold no secret
     for index, body in enumerate(bodies):
         try:
             event = adapter(body, now)
@@ -118,7 +122,7 @@ def events_ingest(*, team: Team, bodies: Sequence[Any], adapter: Adapter) -> lis
                 )
             )
             continue
-        valid.append((index, _redacted(event)))
+        valid.append((index, _redacted(event, clean)))
         results.append(
             EventResult(index=index, status=ACCEPTED, event_id=event.event_id, kind=event.kind)
         )
@@ -195,7 +199,16 @@ def _claimed_id(body: Any) -> str | None:
     return None
 
 
-def _redacted(event: NormalizedEvent) -> NormalizedEvent:
+@dataclass(slots=True)
+class _Clean:
+    """What a request's events repeat and redaction found nothing in: the details of a
+    session (``_redacted``) and strings of their payloads (``unchanged``'s ``clean``)."""
+
+    details: set[tuple[str, ...]] = field(default_factory=set)
+    strings: set[str] = field(default_factory=set)
+
+
+def _redacted(event: NormalizedEvent, clean: _Clean | None = None) -> NormalizedEvent:
     """Secrets go before anything is stored or queued: payload, facts and every string
     shown about the session or its agent. The identifiers (event, session and agent ids,
     session key, hook) come from the adapters already keyed (``adapters.base.as_key``).
@@ -206,21 +219,35 @@ def _redacted(event: NormalizedEvent) -> NormalizedEvent:
     One memo for the whole event: facts repeat payload strings (a prompt's text, a
     turn's last message, the tool name) and the working directory is in both the payload
     and the session's fields, so each such string is redacted once.
+
+    ``clean``, when given (one for the events of a request), holds the details (agent
+    name, channel, working directory, project, developer) and strings found to need
+    nothing: the events of a session repeat them, and they are looked at once.
     """
     memo: dict[str, str] = {}
+    details = (event.agent_name, event.channel, event.cwd, event.project, event.developer)
     # The usual event holds no secret and no string past the limit: one scan over all its
-    # strings finds that, and the event is stored as the adapter made it.
-    if unchanged(
+    # strings finds that, and the event is stored as the adapter made it. (``unchanged``
+    # of several values is the conjunction of each one's answer.)
+    if clean is None:
+        if unchanged(
+            event.payload, event.facts, *details, memo=memo, longest=MAX_STORED_STRING
+        ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
+            return event
+    elif details in clean.details:
+        if unchanged(
+            event.payload, event.facts, memo=memo, longest=MAX_STORED_STRING, clean=clean.strings
+        ):
+            return event
+    elif unchanged(
         event.payload,
         event.facts,
-        event.agent_name,
-        event.channel,
-        event.cwd,
-        event.project,
-        event.developer,
+        *details,
         memo=memo,
         longest=MAX_STORED_STRING,
+        clean=clean.strings,
     ) and not (has_random_run(event.cwd) or has_random_run(event.project)):
+        clean.details.add(details)
         return event
     changes: dict[str, Any] = {}
     for name in ("payload", "facts"):

@@ -10,8 +10,9 @@ and working directory redacted whole, never the other way round.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from lifecycle.models import EventKind, Source
 from sessionhub.text.redaction import keyed_form
@@ -21,7 +22,7 @@ from .base import (
     EventInvalid,
     NormalizedEvent,
     as_key,
-    derive_event_id,
+    derived_key,
     end_reason,
     event_identifier,
     identifier,
@@ -33,6 +34,7 @@ from .base import (
     usage_facts,
 )
 
+_T = TypeVar("_T")
 _START_SOURCES = {"startup", "clear", "fork"}
 _AGENT_ID_LENGTH = 300  # Agent.external_id
 
@@ -95,13 +97,13 @@ def agent_identity(
     return external_id, name, project
 
 
-def developer_of(extra: dict[str, Any], gateway: str) -> str:
+def developer_of(extra: dict[str, Any], gateway: str, memo: dict[Any, Any] | None = None) -> str:
     """Who ran the session: the OS ``user@host`` the client reports, else the token's
-    gateway label (a word of the wrong type counts as none)."""
+    gateway label (a word of the wrong type counts as none). ``memo`` as for ``adapt``."""
     reported = extra.get("developer")
     if isinstance(reported, str) and reported.strip():
         return reported.strip()[:200]
-    return shown(gateway)[:200]
+    return _remembered(memo, ("gateway", gateway), lambda: shown(gateway)[:200])
 
 
 def _injected(prompt: Any) -> bool:
@@ -124,8 +126,34 @@ def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     return payload.get("tool_input"), payload.get("tool_response", payload.get("error"))
 
 
-def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
-    """Validate and map one Claude Code hook body."""
+# What ``adapt`` derives from the strings every event of a session repeats (its id, its
+# working directory and remote, the hook's name), kept per adapter: a batch is mostly
+# one session's events. Bounded, for an adapter that lives longer than one request.
+_MEMO_ENTRIES = 256
+
+
+def _remembered(memo: dict[Any, Any] | None, key: tuple[str, ...], make: Callable[[], _T]) -> _T:
+    """``make()``, or what it gave for ``key`` before (``make`` depends on ``key`` alone)."""
+    if memo is None:
+        return make()
+    try:
+        return cast(_T, memo[key])
+    except KeyError:
+        pass
+    if len(memo) >= _MEMO_ENTRIES:
+        memo.clear()
+    found = memo[key] = make()
+    return found
+
+
+def adapt(
+    body: Any, *, gateway: str, now: datetime, memo: dict[Any, Any] | None = None
+) -> NormalizedEvent:
+    """Validate and map one Claude Code hook body.
+
+    ``memo``, when given (one dict for the events of a request), keeps the keyed and
+    redacted forms of what events repeat, so that each is derived once; the result is
+    the same without it."""
     body = require_dict(body, "$")
     hook = opt_str(body, "hook_event_name", "hook_event_name", max_length=100)
     if not hook:
@@ -136,10 +164,10 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     raw_id = extra.get("event_id")
     # The payload is the body as Claude Code wrote it: SessionHub's own block goes.
     raw = {k: v for k, v in body.items() if k != "sessionhub"} if "sessionhub" in body else body
-    event_id = as_key(
-        event_identifier(raw_id, "sessionhub.event_id")
+    event_id = (
+        as_key(event_identifier(raw_id, "sessionhub.event_id"))
         if raw_id is not None
-        else derive_event_id(Source.CLAUDE_CODE, raw)
+        else derived_key(Source.CLAUDE_CODE, raw)
     )
     occurred_at = (
         parse_iso_time(extra["occurred_at"], "sessionhub.occurred_at", now)
@@ -148,7 +176,11 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
     )
     cwd = opt_str(body, "cwd", "cwd")
     raw_remote = opt_str(extra, "git_remote", "sessionhub.git_remote")
-    agent_id, agent_name, project = agent_identity(gateway=gateway, cwd=cwd, git_remote=raw_remote)
+    agent_id, agent_name, project = _remembered(
+        memo,
+        ("agent", cwd, raw_remote),
+        lambda: agent_identity(gateway=gateway, cwd=cwd, git_remote=raw_remote),
+    )
     kind, phase = _kind_of(hook, body)
     facts = {
         **_lifecycle_facts(hook, kind, body),
@@ -162,13 +194,13 @@ def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:
         occurred_at=occurred_at,
         agent_external_id=agent_id,
         agent_name=agent_name,
-        session_external_id=as_key(session_id),
-        hook=as_key(hook, limit=100),
+        session_external_id=_remembered(memo, ("session", session_id), lambda: as_key(session_id)),
+        hook=_remembered(memo, ("hook", hook), lambda: as_key(hook, limit=100)),
         phase=phase,
         channel="cli",
         cwd=cwd,
         project=project,
-        developer=developer_of(extra, gateway),
+        developer=developer_of(extra, gateway, memo),
         facts=facts,
         payload=raw,
     )

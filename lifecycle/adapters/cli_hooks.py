@@ -22,7 +22,7 @@ from .base import (
     EventInvalid,
     NormalizedEvent,
     as_key,
-    derive_event_id,
+    derived_key,
     event_identifier,
     identifier,
     opt_count,
@@ -97,10 +97,10 @@ def read(
     # The payload is the body as the CLI wrote it: SessionHub's own block goes.
     raw = {k: v for k, v in body.items() if k != "sessionhub"} if "sessionhub" in body else body
     raw_id = extra.get("event_id")
-    event_id = as_key(
-        event_identifier(raw_id, "sessionhub.event_id")
+    event_id = (
+        as_key(event_identifier(raw_id, "sessionhub.event_id"))
         if raw_id is not None
-        else derive_event_id(source, raw)
+        else derived_key(source, raw)
     )
     if extra.get("occurred_at") is not None:
         occurred_at = parse_iso_time(extra["occurred_at"], "sessionhub.occurred_at", now)

@@ -220,7 +220,15 @@ def _new_session(
 
 def _fill_blanks(session: Session, events: Iterable[NormalizedEvent]) -> None:
     """Details a later event knows and the first one did not (OpenClaw sends them piecemeal)."""
+    # A session's events mostly repeat the same details: filling from the same ones again
+    # changes nothing (what was blank and given is set, a set field stays), so each set
+    # of details is looked at once.
+    seen: set[tuple[str, ...]] = set()
     for event in events:
+        details = (event.session_key, event.channel, event.cwd, event.project, event.developer)
+        if details in seen:
+            continue
+        seen.add(details)
         for name, value, limit in (
             ("session_key", event.session_key, 300),
             ("channel", event.channel, 100),

@@ -29,11 +29,19 @@ class EventResult:
     kind: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {
-            name: getattr(self, name)
-            for name in ("index", "status", "event_id", "session_id", "field", "reason", "code")
-            if getattr(self, name) is not None
-        }
+        """The answer's fields that are set, in this order (one per event of a batch)."""
+        found: dict[str, Any] = {"index": self.index, "status": self.status}
+        if self.event_id is not None:
+            found["event_id"] = self.event_id
+        if self.session_id is not None:
+            found["session_id"] = self.session_id
+        if self.field is not None:  # a refused event's field, reason and code
+            found["field"] = self.field
+        if self.reason is not None:
+            found["reason"] = self.reason
+        if self.code is not None:
+            found["code"] = self.code
+        return found
 
 
 Adapter = Callable[[Any, datetime], NormalizedEvent]

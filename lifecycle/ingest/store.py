@@ -95,13 +95,22 @@ def _plan(
     conflicting = _conflicting(events)
     # Time order, so "the second start is a resume" holds for a shuffled batch too.
     order = sorted(range(len(events)), key=lambda i: (events[i].occurred_at, i))
+    # A batch is mostly one session's events: its id as answered, made once per session.
+    answered: dict[Any, str] = {}
     for position, i in enumerate(order):
         event = events[i]
         if i in conflicting:
             plan.outcome[i] = (CONFLICT, None)
             continue
         session = session_of(event, sessions, by_key)
-        plan.outcome[i] = (DUPLICATE, str(session.pk) if session else None)
+        if session is None:
+            plan.outcome[i] = (DUPLICATE, None)
+        else:
+            pk = session.pk
+            shown = answered.get(pk)
+            if shown is None:
+                shown = answered[pk] = str(pk)
+            plan.outcome[i] = (DUPLICATE, shown)
         if event.event_id in in_batch:
             continue
         in_batch.add(event.event_id)

@@ -33,7 +33,16 @@ import re
 from collections.abc import Iterable
 from typing import TypeAlias
 
-from .engine import _GATE_LITERAL, _gate_search, _has_anchor, _plan, _redact_once
+from .engine import (
+    _GATE_LITERAL,
+    LONG_TEXT,
+    _gate_search,
+    _has_anchor,
+    _holds_gate_literal,
+    _no_gate_start,
+    _plan,
+    _redact_once,
+)
 from .rules import _BENIGN_TOKEN_QUALIFIERS, _KEY_QUALIFIERS, _RULES
 from .values import (
     _CAMEL_BOUNDARY,
@@ -123,7 +132,10 @@ def has_random_run(text: str) -> bool:
 
 def redact_text(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<type>]``."""
-    if _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
+    if len(text) >= LONG_TEXT:
+        if not _has_anchor(text):
+            return text
+    elif _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
         return text
     short = len(text) <= _CLEAN_MAX_LENGTH
     if short and text in _anchored_clean:
@@ -320,17 +332,27 @@ def redact_value(value: object, memo: dict[str, str] | None = None, *, copy: boo
     return root
 
 
-def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int = 0) -> bool:
+def unchanged(
+    *values: object,
+    memo: dict[str, str] | None = None,
+    longest: int = 0,
+    clean: set[str] | None = None,
+) -> bool:
     """Whether ``redact_value`` would give every one of ``values`` back as it is: no
     secret in any string, no key that holds or names one (with a value), no tuple.
 
     The usual answer is yes, and this finds it with one prefilter scan: the strings are
     joined with NULs, which no anchor holds, so the joined text has an anchor exactly
-    where one of its strings has one. Only the strings around an anchor are then redacted
+    where one of its strings has one. A long string that holds no character an anchor
+    starts with (a run of x's, digits, padding) is left out of the scan, as it holds no
+    anchor but perhaps the gate's literal. Only the strings around an anchor are then redacted
     one by one (short ones such as the channel ``cli`` are mostly in the clean cache).
     ``memo``, when given, receives the strings checked one by one, as ``redact_shared``
     would. ``longest``, when given, also asks that no string be longer: a caller that
-    trims long strings then knows there is nothing to trim either.
+    trims long strings then knows there is nothing to trim either. ``clean``, when given
+    (one set for a request's events, which repeat their ids and paths), holds strings an
+    earlier call found to need nothing: they are not scanned again, and it receives the
+    short strings of a call that answers yes.
     """
     strings: list[str] = []
     stack: list[object] = list(values)
@@ -343,10 +365,16 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
             continue
         if kind_of is dict:
             for key, item in source.items():  # type: ignore[attr-defined]
-                if type(key) is not str:
-                    return False  # redact_value keeps it; not JSON, so look no closer
-                if key not in _clean_keys and redact_key(key) is not key:
-                    return False
+                plain = _plain_keys.get(key)
+                if plain:
+                    continue  # its value needs no more than the scan below
+                if plain is None:
+                    if type(key) is not str:
+                        return False  # redact_value keeps it; not JSON, so look no closer
+                    if key not in _clean_keys and redact_key(key) is not key:
+                        return False
+                    if _plain_key(key):
+                        continue
                 if item and type(item) is str:
                     if _secret_key_kind(key) and not _is_marker(item):
                         return False  # a secret-named key's value goes whole
@@ -368,8 +396,31 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
                 stack.append(item)
     if not strings:
         return True
-    if longest and max(map(len, strings)) > longest:
+    length = max(map(len, strings))
+    if longest and length > longest:
         return False
+    if length >= LONG_TEXT:
+        strings = [
+            text
+            for text in strings
+            if len(text) < LONG_TEXT or not _no_gate_start(text) or _holds_gate_literal(text)
+        ]
+    if clean:
+        strings = [text for text in strings if text not in clean]
+    if not strings:
+        return True
+    if not _strings_unchanged(strings, memo):
+        return False
+    if clean is not None:
+        if len(clean) >= _CLEAN_MAX_ENTRIES:
+            clean.clear()
+        clean.update(text for text in strings if len(text) <= _CLEAN_MAX_LENGTH)
+    return True
+
+
+def _strings_unchanged(strings: list[str], memo: dict[str, str] | None) -> bool:
+    """Whether ``redact_text`` gives every one of ``strings`` back as it is (one scan of
+    them joined, as ``unchanged`` describes)."""
 
     def same(text: str) -> bool:
         return (redact_text(text) if memo is None else redact_shared(text, memo)) == text
@@ -390,6 +441,22 @@ def unchanged(*values: object, memo: dict[str, str] | None = None, longest: int 
     return _GATE_LITERAL not in joined or all(
         same(text) for text in strings if _GATE_LITERAL in text
     )
+
+
+# Keys found clean, each with whether it is plain: it names no secret and no identifier
+# (``tool_name``, ``stdout``), so for ``unchanged`` its value is a string like any other.
+# A key costs one lookup here.
+_plain_keys: dict[str, bool] = {}
+
+
+def _plain_key(key: str) -> bool:
+    """Whether a clean ``key`` is plain, remembered in ``_plain_keys``."""
+    plain = _secret_key_kind(key) is None and not _is_identifier_key(key)
+    if len(key) <= _KEY_CACHE_MAX_LENGTH:
+        if len(_plain_keys) >= _CLEAN_MAX_ENTRIES:
+            _plain_keys.clear()
+        _plain_keys[key] = plain
+    return plain
 
 
 # Keys whose values are identifiers or paths (cwd, session_id, sessionKey, workspaceDir):
