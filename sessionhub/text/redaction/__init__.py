@@ -35,11 +35,8 @@ from typing import TypeAlias
 
 from .engine import (
     _GATE_LITERAL,
-    LONG_TEXT,
     _gate_search,
     _has_anchor,
-    _holds_gate_literal,
-    _no_gate_start,
     _plan,
     _redact_once,
 )
@@ -132,10 +129,7 @@ def has_random_run(text: str) -> bool:
 
 def redact_text(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<type>]``."""
-    if len(text) >= LONG_TEXT:
-        if not _has_anchor(text):
-            return text
-    elif _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
+    if _gate_search(text) is None and _GATE_LITERAL not in text:  # _has_anchor, inlined
         return text
     short = len(text) <= _CLEAN_MAX_LENGTH
     if short and text in _anchored_clean:
@@ -343,9 +337,7 @@ def unchanged(
 
     The usual answer is yes, and this finds it with one prefilter scan: the strings are
     joined with NULs, which no anchor holds, so the joined text has an anchor exactly
-    where one of its strings has one. A long string that holds no character an anchor
-    starts with (a run of x's, digits, padding) is left out of the scan, as it holds no
-    anchor but perhaps the gate's literal. Only the strings around an anchor are then redacted
+    where one of its strings has one. Only the strings around an anchor are then redacted
     one by one (short ones such as the channel ``cli`` are mostly in the clean cache).
     ``memo``, when given, receives the strings checked one by one, as ``redact_shared``
     would. ``longest``, when given, also asks that no string be longer: a caller that
@@ -399,12 +391,6 @@ def unchanged(
     length = max(map(len, strings))
     if longest and length > longest:
         return False
-    if length >= LONG_TEXT:
-        strings = [
-            text
-            for text in strings
-            if len(text) < LONG_TEXT or not _no_gate_start(text) or _holds_gate_literal(text)
-        ]
     if clean:
         strings = [text for text in strings if text not in clean]
     if not strings:

@@ -60,7 +60,7 @@ _GATE_LITERAL = "xox"
 
 
 def _build_prefilter() -> tuple[
-    re.Pattern[str], re.Pattern[str], dict[str, tuple[tuple[int, int], ...]], tuple[str, ...]
+    re.Pattern[str], re.Pattern[str], dict[str, tuple[tuple[int, int], ...]]
 ]:
     owners: dict[str, list[tuple[int, int]]] = {}
     spellings: set[tuple[str, ...]] = set()
@@ -78,56 +78,19 @@ def _build_prefilter() -> tuple[
     separate = tuple(re.escape(ch) for ch in _GATE_LITERAL)
     if separate not in spellings:
         raise ValueError(f"{_GATE_LITERAL!r} is no longer an anchor spelled as written")
-    gate_spellings = spellings - {separate}
-    gate = re.compile(_trie_regex(sorted(gate_spellings)))
+    gate = re.compile(_trie_regex(sorted(spellings - {separate})))
     uses = {anchor: tuple(sorted(found)) for anchor, found in owners.items()}
-    # Every branch of the gate starts with one literal character (``_spellings``): a
-    # plain character or an escaped one. The gate can match only where one of them is.
-    starts: set[str] = set()
-    for atoms in gate_spellings:
-        first = atoms[0]
-        if not (len(first) == 1 or (len(first) == 2 and first[0] == "\\")):
-            raise ValueError(f"a spelling starts with {first!r}, not with one character")
-        starts.add(first[-1])
-    return pattern, gate, uses, tuple(sorted(starts, key=_START_ORDER.find))
+    return pattern, gate, uses
 
 
-# The order in which ``_no_gate_start`` looks for the gate's first characters: the ones
-# prose and code use most first, so that a string holding one stops at the first test.
-_START_ORDER = "cpugfykqSCPUGFYKQ:ABH&?"
-
-_PREFILTER, _GATE, _ANCHOR_USES, _GATE_STARTS = _build_prefilter()
+_PREFILTER, _GATE, _ANCHOR_USES = _build_prefilter()
 _prefilter_finditer = _PREFILTER.finditer
 _gate_search = _GATE.search
-
-# From this length on, a string is first tested for the gate's first characters one by
-# one (``in``: memchr, well under a nanosecond a character) before the gate scans it
-# (its character-set loop alone costs several nanoseconds a character). Shorter strings
-# go straight to the gate: the tests' fixed costs would outweigh what they save.
-LONG_TEXT = 512
-
-
-def _no_gate_start(text: str) -> bool:
-    """Whether ``text`` holds none of the characters a gate match starts with, so that
-    the gate cannot match anywhere in it (the literal ``_GATE_LITERAL`` aside)."""
-    for start in _GATE_STARTS:  # noqa: SIM110 - a generator costs twice as much
-        if start in text:
-            return False
-    return True
-
-
-def _holds_gate_literal(text: str) -> bool:
-    """``_GATE_LITERAL in text``, sooner where its middle letter is missing: a run of x's
-    costs ``in`` a few nanoseconds a character (every "x" is a partial match), and
-    ``"o" in text`` well under one."""
-    return _GATE_LITERAL[1] in text and _GATE_LITERAL in text
 
 
 def _has_anchor(text: str) -> bool:
     """Whether the prefilter finds any anchor in ``text``: the same answer as
     ``_PREFILTER.search``, sooner."""
-    if len(text) >= LONG_TEXT and _no_gate_start(text):
-        return _holds_gate_literal(text)
     return _gate_search(text) is not None or _GATE_LITERAL in text
 
 
