@@ -469,8 +469,12 @@ def cpu_seconds() -> dict[str, float]:
     """CPU seconds (user and system) used so far by each kind of process on this machine:
     ``web`` (gunicorn or granian), ``front`` (nginx), ``worker`` (Celery), ``postgres``,
     ``redis``, ``wrk``,
-    ``peer`` (the claude-mem worker: bun or node), ``other``. Processes that ended in
-    between are not counted: read it around a load while the servers run."""
+    ``peer`` (the claude-mem worker: bun or node), ``other``. A process that ended counts
+    through the parent that waited for it (its children's times, which the kernel adds to
+    the parent's): PostgreSQL's backends come and go as the application's connections
+    do (``CONN_MAX_AGE``), and a backend that exited during a round would otherwise take
+    its whole life's CPU out of the sum, making the round's PostgreSQL share too small or
+    leave it out."""
     tick = os.sysconf("SC_CLK_TCK")
     used: dict[str, float] = {}
     for entry in Path("/proc").iterdir():
@@ -483,7 +487,9 @@ def cpu_seconds() -> dict[str, float]:
             continue
         name, rest = stat.split("(", 1)[1].rsplit(")", 1)
         fields = rest.split()
-        seconds = (int(fields[11]) + int(fields[12])) / tick
+        # utime, stime, then cutime, cstime: the reaped children's, counted once (a dead
+        # process is in no other row).
+        seconds = sum(int(x) for x in fields[11:15]) / tick
         if name == "postgres" or command.startswith("postgres"):
             kind = "postgres"
         elif "gunicorn" in command or "granian" in command:
