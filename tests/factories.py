@@ -225,3 +225,38 @@ def session_with_story(team: Team, agent: Agent | None = None, **kw: Any) -> Ses
     ObservationFactory(session=session, event=events[2], tool_name="Bash")
     SummaryFactory(session=session)
     return session
+
+
+def plain_sessions_seed(team: Team, request: str, count: int = 400) -> None:
+    """``count`` sessions of one agent with the same ordinary words in their prompts,
+    summaries (``request`` and a number) and final messages: enough rows for PostgreSQL to
+    plan the full-text searches over them as it would over a large team."""
+    import uuid
+
+    agent = AgentFactory(team=team)
+    now = timezone.now()
+    sessions = Session.objects.bulk_create(
+        Session(team=team, agent=agent, external_id=f"s{i}", started_at=now, id=uuid.uuid4())
+        for i in range(count)
+    )
+    events = LifecycleEvent.objects.bulk_create(
+        LifecycleEvent(
+            team=team,
+            session=s,
+            event_id=f"e{i}-{kind}",
+            kind=kind,
+            occurred_at=now,
+            received_at=now,
+            facts={"text": f"ordinary words number {i}"},
+        )
+        for i, s in enumerate(sessions)
+        for kind in (EventKind.PROMPT, EventKind.TURN_END)
+    )
+    Summary.objects.bulk_create(
+        Summary(team=team, session=s, request=f"{request} {i}") for i, s in enumerate(sessions)
+    )
+    StreamTail.objects.bulk_create(
+        StreamTail(team=team, session=e.session, event=e, final_message="done", captured_at=now)
+        for e in events
+        if e.kind == EventKind.TURN_END
+    )

@@ -13,7 +13,7 @@ from memory import relevance
 from memory.models import SessionFeatures
 from memory.search import SearchFilters, memory_search
 from sessionhub.models import Team
-from tests.factories import AgentFactory, SessionFactory, SummaryFactory
+from tests.factories import AgentFactory, SessionFactory, SummaryFactory, plain_sessions_seed
 
 pytestmark = pytest.mark.django_db
 
@@ -102,43 +102,13 @@ def test_the_every_term_statement_reads_the_three_full_text_indexes(team: Team) 
     """On PostgreSQL the statement must read the dashboard's GIN indexes (the ones its
     expressions are written for), or a common word makes it read every row; and it must
     not sort the matches it reads."""
-    import uuid
-
     from django.db import connection
 
-    from lifecycle.models import EventKind, LifecycleEvent, Session
-    from memory.models import StreamTail, Summary
     from memory.search import every_term_statement, with_index_scans
 
     if connection.vendor != "postgresql":
         pytest.skip("the full-text indexes are PostgreSQL's; elsewhere the search scans")
-    agent = AgentFactory(team=team)
-    now = timezone.now()
-    sessions = Session.objects.bulk_create(
-        Session(team=team, agent=agent, external_id=f"s{i}", started_at=now, id=uuid.uuid4())
-        for i in range(400)
-    )
-    events = LifecycleEvent.objects.bulk_create(
-        LifecycleEvent(
-            team=team,
-            session=s,
-            event_id=f"e{i}-{kind}",
-            kind=kind,
-            occurred_at=now,
-            received_at=now,
-            facts={"text": f"ordinary words number {i}"},
-        )
-        for i, s in enumerate(sessions)
-        for kind in (EventKind.PROMPT, EventKind.TURN_END)
-    )
-    Summary.objects.bulk_create(
-        Summary(team=team, session=s, request=f"plain request {i}") for i, s in enumerate(sessions)
-    )
-    StreamTail.objects.bulk_create(
-        StreamTail(team=team, session=e.session, event=e, final_message="done", captured_at=now)
-        for e in events
-        if e.kind == EventKind.TURN_END
-    )
+    plain_sessions_seed(team, "plain request")
     sql, params = every_term_statement(team.pk, ["zeppelin", "airship"], SearchFilters(), 10)
     with connection.cursor() as cursor:
         cursor.execute(

@@ -5,15 +5,12 @@ short pending list."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
 from django.db import connection
 from django.utils import timezone
 
-from lifecycle.models import EventKind, LifecycleEvent, Session
+from lifecycle.models import Session
 from memory.continuity.decide import prompt_terms
-from memory.models import StreamTail, Summary
 from memory.search import (
     SearchFilters,
     _every_term_params,
@@ -22,7 +19,7 @@ from memory.search import (
     _Shape,
 )
 from sessionhub.models import Team
-from tests.factories import AgentFactory
+from tests.factories import AgentFactory, plain_sessions_seed
 
 pytestmark = [
     pytest.mark.django_db,
@@ -33,38 +30,7 @@ pytestmark = [
 
 
 def _seed(team: Team, request: str) -> None:
-    agent = AgentFactory(team=team)
-    now = timezone.now()
-    sessions = Session.objects.bulk_create(
-        Session(team=team, agent=agent, external_id=f"s{i}", started_at=now, id=uuid.uuid4())
-        for i in range(400)
-    )
-    events = LifecycleEvent.objects.bulk_create(
-        LifecycleEvent(
-            team=team,
-            session=s,
-            event_id=f"e{i}-{kind}",
-            kind=kind,
-            occurred_at=now,
-            received_at=now,
-            facts={"text": f"ordinary words number {i}"},
-        )
-        for i, s in enumerate(sessions)
-        for kind in (EventKind.PROMPT, EventKind.TURN_END)
-    )
-    Summary.objects.bulk_create(
-        Summary(team=team, session=s, request=f"{request} {i}") for i, s in enumerate(sessions)
-    )
-    StreamTail.objects.bulk_create(
-        StreamTail(team=team, session=e.session, event=e, final_message="done", captured_at=now)
-        for e in events
-        if e.kind == EventKind.TURN_END
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "ANALYZE memory_summary, lifecycle_lifecycleevent, memory_streamtail, "
-            "lifecycle_session, memory_sessionfeatures"
-        )
+    plain_sessions_seed(team, request)
 
 
 def _plan(team: Team, query: str, *, analyze: bool = False) -> str:

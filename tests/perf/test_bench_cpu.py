@@ -2,29 +2,18 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
-from pathlib import Path
 from types import ModuleType
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.perf.bench_loader import bench_module
 
 
 @pytest.fixture(scope="module")
 def common() -> ModuleType:
-    sys.path.insert(0, str(BENCH))
-    try:
-        spec = importlib.util.spec_from_file_location("bench_common", BENCH / "common.py")
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["bench_common"] = module  # its dataclasses look their module up
-        spec.loader.exec_module(module)
-        return module
-    finally:
-        sys.path.remove(str(BENCH))
+    return bench_module("common")
 
 
 def test_a_process_that_ended_still_counts_through_its_parent(common: ModuleType) -> None:
