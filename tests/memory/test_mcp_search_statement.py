@@ -31,6 +31,11 @@ pytestmark = [
 
 def _seed(team: Team, request: str) -> None:
     plain_sessions_seed(team, request)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "ANALYZE memory_summary, lifecycle_lifecycleevent, memory_streamtail, "
+            "lifecycle_session, memory_sessionfeatures"
+        )
 
 
 def _plan(team: Team, query: str, *, analyze: bool = False) -> str:
