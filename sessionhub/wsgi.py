@@ -8,6 +8,7 @@ import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from django.core.handlers.wsgi import WSGIHandler
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessionhub.settings")
@@ -44,6 +45,34 @@ def buffer_chunked_bodies(
     return application
 
 
+class ApiHandler(WSGIHandler):
+    """Django's WSGI handler with the API's middleware (``settings.API_MIDDLEWARE``)
+    instead of the whole list the dashboard and the admin need."""
+
+    def load_middleware(self, is_async: bool = False) -> None:
+        from django.conf import settings
+
+        # Django builds the chain from settings.MIDDLEWARE: show it the API's list while
+        # it does (once, at start-up, before any request).
+        everything = settings.MIDDLEWARE
+        settings.MIDDLEWARE = settings.API_MIDDLEWARE
+        try:
+            super().load_middleware(is_async)
+        finally:
+            settings.MIDDLEWARE = everything
+
+
+def by_path(api: Callable[..., Any], other: Callable[..., Any], prefix: str) -> Callable[..., Any]:
+    """Requests under ``prefix`` to ``api``, the rest to ``other`` (both Django handlers
+    of the same project: the same URLs, views and signals)."""
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        handler = api if environ.get("PATH_INFO", "").startswith(prefix) else other
+        return handler(environ, start_response)
+
+    return application
+
+
 def _build() -> Callable[..., Any]:
     django_app = get_wsgi_application()
     from django.conf import settings
@@ -54,7 +83,8 @@ def _build() -> Callable[..., Any]:
     too_large = json.dumps(
         error_body(f"Request body is larger than {limit} bytes", "payload_too_large")
     ).encode()
-    return buffer_chunked_bodies(django_app, limit, too_large)
+    routed = by_path(ApiHandler(), django_app, settings.API_PATH_PREFIX)
+    return buffer_chunked_bodies(routed, limit, too_large)
 
 
 application = _build()

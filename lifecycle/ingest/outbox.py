@@ -30,13 +30,20 @@ def settle_delay(memory_run_at: datetime | None, now: datetime) -> float:
     short wait, and a busy session's memory ran about once a second instead of at the
     pace MEMORY_BUSY_SECONDS sets.
     """
+    return settle_delay_after(
+        None if memory_run_at is None else (now - memory_run_at).total_seconds()
+    )
+
+
+def settle_delay_after(since_run: float | None) -> float:
+    """:func:`settle_delay` from the seconds since the session's memory last ran (None:
+    never)."""
     limits = settings.SESSIONHUB
     settle = float(limits["MEMORY_SETTLE_SECONDS"])
-    if memory_run_at is None:
+    if since_run is None:
         return settle
     busy = float(limits["MEMORY_BUSY_SECONDS"])
-    since = max(0.0, (now - memory_run_at).total_seconds())  # a worker's clock ahead
-    return max(settle, busy - since)
+    return max(settle, busy - max(0.0, since_run))  # max: a worker's clock ahead
 
 
 def enqueue_session_work(session_ids: Iterable[str], countdown: float = 0) -> int:

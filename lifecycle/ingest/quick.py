@@ -42,7 +42,7 @@ from sessionhub.models import Team
 from ..adapters import NormalizedEvent
 from ..models import USER_TRIGGER, EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import FOLD_FIELDS, FoldEvent, apply
-from .outbox import enqueue_session_work, settle_delay
+from .outbox import enqueue_session_work, settle_delay_after
 from .results import ACCEPTED, DUPLICATE
 from .statements import INSERT_COLUMNS, event_row
 
@@ -158,16 +158,18 @@ def event_store_quiet(
         found = cursor.fetchone()
     if found is None:
         return None
-    session_id, dirty_at, memory_run_at, inserted = found
+    # Ages in seconds rather than times: the answer is read on every event, and a float
+    # costs psycopg far less to load than a timestamp with its time zone.
+    session_id, dirty_age, run_age, inserted = found
     if not inserted:
-        return DUPLICATE, str(session_id)
-    stale = received_at - settings.SESSIONHUB["OUTBOX_GRACE"]
-    if dirty_at is None or dirty_at < stale:
+        return DUPLICATE, session_id
+    grace = settings.SESSIONHUB["OUTBOX_GRACE"].total_seconds()
+    if dirty_age is None or dirty_age > grace:
         # As the general path does for an open session: its memory work waits for the
         # burst to settle, or a busy session for its pace. A newer mark tells a busy
         # worker to go round again.
-        enqueue_session_work([str(session_id)], settle_delay(memory_run_at, received_at))
-    return ACCEPTED, str(session_id)
+        enqueue_session_work([session_id], settle_delay_after(run_age))
+    return ACCEPTED, session_id
 
 
 @functools.cache
@@ -230,5 +232,9 @@ def _statement() -> str:
             FROM e WHERE t.id = e.session_id
             RETURNING t.id
         )
-        SELECT s.id, s.memory_dirty_at, s.memory_run_at, EXISTS (SELECT 1 FROM u) FROM s
+        SELECT s.id::text,
+            EXTRACT(EPOCH FROM %(now)s - s.memory_dirty_at)::float8,
+            EXTRACT(EPOCH FROM %(now)s - s.memory_run_at)::float8,
+            EXISTS (SELECT 1 FROM u)
+        FROM s
     """  # noqa: S608 - table and column names from the models, values bound
