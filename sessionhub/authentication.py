@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import time
-import uuid
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 from rest_framework.request import Request
 
+from . import revocations
 from .models import TOKEN_PREFIX, ApiToken, hash_token
 
 
@@ -48,48 +47,38 @@ def _prefix_of(raw: str) -> str | None:
 
 # A few seconds of memory per process spares the database a lookup on every gateway
 # request. A revocation (by the API, the admin or a command) stops the token at once in
-# every process: it changes a shared revocation mark in the cache (Redis), and a process
-# that finds the mark changed empties its token cache before trusting it again. Without
-# a shared cache (the embedded default: one process) the mark is the process's own.
-_token_cache: dict[str, tuple[float, ApiToken]] = {}
+# every process: each cached token carries the revocation generation it was read under
+# (sessionhub.revocations), and a token read under an older one is read again.
+_token_cache: dict[str, tuple[float, int, ApiToken]] = {}
 _TOKEN_CACHE_MAX = 10_000
-REVOCATION_MARK = "sessionhub:token-revocation"
-_seen_mark: object = None
 
 
 def _cached_token(raw: str) -> ApiToken | None:
-    global _seen_mark
-    entry = _token_cache.get(hash_token(raw))
+    key = hash_token(raw)
+    entry = _token_cache.get(key)
     if entry is None or entry[0] < time.monotonic():
         return None
-    mark = cache.get(REVOCATION_MARK)
-    if mark != _seen_mark:
-        _token_cache.clear()  # a token was revoked somewhere: read them all again
-        _seen_mark = mark
+    if entry[1] != revocations.generation():
+        _token_cache.pop(key, None)
         return None
-    return entry[1]
+    return entry[2]
 
 
-def announce_revocation() -> None:
-    """Tell every process that a token was revoked (their caches are emptied)."""
-    cache.set(REVOCATION_MARK, uuid.uuid4().hex, timeout=None)
-
-
-def _remember(raw: str, token: ApiToken) -> None:
+def _remember(raw: str, token: ApiToken, generation: int) -> None:
     ttl = settings.SESSIONHUB["TOKEN_CACHE_SECONDS"]
     if ttl <= 0:
         return
     if len(_token_cache) >= _TOKEN_CACHE_MAX:
         _token_cache.clear()
-    _token_cache[hash_token(raw)] = (time.monotonic() + ttl, token)
+    _token_cache[hash_token(raw)] = (time.monotonic() + ttl, generation, token)
 
 
 def forget_token(token: ApiToken) -> None:
     """Drop a token from this process's cache and every other's (on revocation)."""
-    for key, (_, cached) in list(_token_cache.items()):
+    for key, (_, _, cached) in list(_token_cache.items()):
         if cached.pk == token.pk:
             _token_cache.pop(key, None)
-    announce_revocation()
+    revocations.announce()
 
 
 def _authorization_header(request: Request) -> bytes:
@@ -128,6 +117,9 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid token")
         token = _cached_token(raw)
         if token is None:
+            # The generation before the read: a revocation announced meanwhile makes
+            # the cached copy stale at once.
+            generation = revocations.current()
             token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
             if token is None or not token.matches(raw):
                 if token is not None:
@@ -135,7 +127,7 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
                     # it (sessionhub.refusals); an unknown prefix is nobody's.
                     request._refused_token_prefix = prefix  # type: ignore[attr-defined]
                 raise exceptions.AuthenticationFailed("Invalid token")
-            _remember(raw, token)
+            _remember(raw, token, generation)
         if not token.is_active:
             request._refused_token_prefix = token.prefix  # type: ignore[attr-defined]
             raise exceptions.AuthenticationFailed("Token revoked")

@@ -111,12 +111,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 # What a request under /api/v1/ passes through when the application server runs it
-# (sessionhub.wsgi): the headers every answer carries. The API is token-authenticated
-# JSON; the browser's sessions, sign-in, CSRF, messages and static files take no part in
-# it and cost each request its time (about a tenth of an ingest request's instructions).
+# (sessionhub.wsgi): the headers every answer carries, the host check (ALLOWED_HOSTS)
+# and the answer's length. The API is token-authenticated JSON; the browser's sessions,
+# sign-in, CSRF, messages and static files take no part in it and cost each request its
+# time (about a tenth of an ingest request's instructions).
 API_MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "sessionhub.middleware.ContentSecurityPolicyMiddleware",
+    "django.middleware.common.CommonMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
 API_PATH_PREFIX = "/api/v1/"

@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from django.conf import settings
+from django.conf import settings as django_settings
 from django.core.signals import request_finished, request_started
 
 from lifecycle.models import LifecycleEvent
@@ -76,9 +76,26 @@ def test_an_ingest_request_takes_the_api_chain_and_keeps_every_security_header(
     for name, value in SECURITY_HEADERS.items():
         assert found[name] == value, name
     assert "frame-ancestors 'none'" in found["content-security-policy"]
+    assert found["content-length"] == str(len(content))
     # No browser machinery: no cookie set, no answer varying on one.
     assert "set-cookie" not in found
     assert "Cookie" not in found.get("vary", "")
+
+
+def test_the_api_chain_checks_the_host(team: Team, token: str, settings: Any) -> None:
+    settings.ALLOWED_HOSTS = ["testserver"]
+    body = json.dumps(
+        {"event_id": "wsgi-h", "kind": "prompt", "agent_id": "a", "session_id": "s", "text": "x"}
+    ).encode()
+    status, _, _ = _call(
+        "POST",
+        "/api/v1/events",
+        body,
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+        HTTP_HOST="evil.example",
+    )
+    assert status == 400
+    assert not LifecycleEvent.objects.filter(event_id="wsgi-h").exists()
 
 
 def test_refusals_under_the_api_chain_keep_their_shape_and_headers(token: str) -> None:
@@ -95,7 +112,7 @@ def test_pages_keep_the_whole_chain(client: Any) -> None:
     status, headers, _ = _call("GET", "/accounts/login/")
     assert status == 200
     cookies = [v.strip() for k, v in headers if k == "set-cookie"]
-    assert any(c.startswith(settings.CSRF_COOKIE_NAME + "=") for c in cookies)
+    assert any(c.startswith(django_settings.CSRF_COOKIE_NAME + "=") for c in cookies)
     assert dict(headers)["x-frame-options"] == "DENY"
     # The dashboard asks a visitor to sign in (the sessions and sign-in middleware).
     status, headers, _ = _call("GET", "/")
@@ -104,9 +121,9 @@ def test_pages_keep_the_whole_chain(client: Any) -> None:
 
 
 def test_the_api_handler_builds_only_the_api_middleware() -> None:
-    before = list(settings.MIDDLEWARE)
+    before = list(django_settings.MIDDLEWARE)
     handler = ApiHandler()
-    assert before == settings.MIDDLEWARE  # the whole list is back once the chain is built
+    assert before == django_settings.MIDDLEWARE  # the whole list is back once the chain is built
     chain: list[str] = []
     layer: Any = handler._middleware_chain
     while True:
@@ -115,7 +132,7 @@ def test_the_api_handler_builds_only_the_api_middleware() -> None:
             break
         chain.append(f"{type(layer).__module__}.{type(layer).__name__}")
         layer = layer.get_response
-    assert chain == settings.API_MIDDLEWARE
+    assert chain == django_settings.API_MIDDLEWARE
 
 
 def test_both_chains_send_the_request_signals(token: str) -> None:
