@@ -274,15 +274,31 @@ def _wsgi_round(requests: int, profile_out: Path | None) -> None:
 
         profiler = cProfile.Profile(time.process_time)  # CPU, not waits
         profiler.enable()
+    from django.db import connection
+
+    backend = connection.connection.info.backend_pid
+    backend_before = _process_cpu_seconds(backend)
     for body in bodies[WARM_UP:]:
         w, c = time.perf_counter(), time.process_time()
         post(body)
         cpu.append((time.process_time() - c) * 1000)
         wall.append((time.perf_counter() - w) * 1000)
+    # The PostgreSQL backend that served the round (the same connection throughout:
+    # Django keeps it between requests): its own CPU, without the WAL writer's and the
+    # checkpointer's, which make bench/run.py counts as PostgreSQL's too.
+    backend_ms = (_process_cpu_seconds(backend) - backend_before) * 1000 / len(cpu)
+    if connection.connection.info.backend_pid != backend:
+        backend_ms = float("nan")  # the connection was replaced mid-round
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(str(profile_out))
-    print(json.dumps({"cpu": cpu, "wall": wall}))
+    print(json.dumps({"cpu": cpu, "wall": wall, "backend_ms": backend_ms}))
+
+
+def _process_cpu_seconds(pid: int) -> float:
+    """User and system CPU of a local process (the database's backend), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _round_command(code: Path, requests: int, *extra: str) -> tuple[list[str], dict[str, str]]:
@@ -323,6 +339,7 @@ def _wsgi_compare(args: argparse.Namespace) -> None:
     cpu: dict[str, list[float]] = {name: [] for name in names}
     wall: dict[str, list[float]] = {name: [] for name in names}
     per_round: dict[str, list[float]] = {name: [] for name in names}
+    backend: dict[str, list[float]] = {name: [] for name in names}
     for round_no in range(args.rounds):
         order = names if round_no % 2 == 0 else names[::-1]
         for name in order:
@@ -330,8 +347,12 @@ def _wsgi_compare(args: argparse.Namespace) -> None:
             cpu[name] += found["cpu"]
             wall[name] += found["wall"]
             per_round[name].append(statistics.median(found["cpu"]))
+            backend[name].append(found.get("backend_ms", float("nan")))
     if args.rounds:
         _cpu_table(args, names, cpu, wall, per_round)
+        print("PostgreSQL backend CPU per request (its /proc counters, 10 ms ticks; per round):")
+        for name in names:
+            print(f"  {name}: " + ", ".join(f"{v:.3f} ms" for v in backend[name]))
     if args.callgrind:
         _callgrind(trees, args.requests)
 
