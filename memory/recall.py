@@ -14,7 +14,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from lifecycle.adapters.base import as_key
 from lifecycle.models import OPEN_STATUSES, Agent, EventKind, LifecycleEvent, Session, Source
@@ -80,15 +80,21 @@ def caller_guess(token: ApiToken) -> Session | None:
     gateway = token.gateway_name
     if connection.vendor == "postgresql":
         return statements.caller_guess(token.team_id, gateway)
+    return gateway_open_sessions(token.team_id, gateway).first()
+
+
+def gateway_open_sessions(team_id: int, gateway: str) -> QuerySet[Session]:
+    """The team's open sessions of agents behind this gateway, the one active last
+    first: what :func:`caller_guess` takes the first of (the prepared statement on
+    PostgreSQL gives the same row)."""
     return (
-        Session.objects.filter(team_id=token.team_id, status__in=OPEN_STATUSES)
+        Session.objects.filter(team_id=team_id, status__in=OPEN_STATUSES)
         .filter(
             Q(agent__external_id__startswith=f"{gateway}:")
             | Q(agent__external_id__startswith=f"{gateway}/")
         )
         .select_related("agent")
         .order_by("-last_event_at")
-        .first()
     )
 
 

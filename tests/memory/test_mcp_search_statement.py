@@ -86,10 +86,8 @@ def test_the_search_indexes_keep_a_short_pending_list() -> None:
 def test_the_prepared_caller_guess_is_the_querysets_row(team: Team, other_team: Team) -> None:
     from datetime import timedelta
 
-    from django.db.models import Q
-
-    from lifecycle.models import OPEN_STATUSES, SessionStatus
-    from memory import statements
+    from lifecycle.models import SessionStatus
+    from memory import recall, statements
     from tests.factories import SessionFactory
 
     gateway = "gw_1%"  # LIKE's own characters in the name are matched as themselves
@@ -107,20 +105,8 @@ def test_the_prepared_caller_guess_is_the_querysets_row(team: Team, other_team: 
     ):
         SessionFactory(agent=agent, status=status, last_event_at=now - timedelta(minutes=minutes))
 
-    def queryset() -> Session | None:
-        return (
-            Session.objects.filter(team_id=team.pk, status__in=OPEN_STATUSES)
-            .filter(
-                Q(agent__external_id__startswith=f"{gateway}:")
-                | Q(agent__external_id__startswith=f"{gateway}/")
-            )
-            .select_related("agent")
-            .order_by("-last_event_at")
-            .first()
-        )
-
     found = statements.caller_guess(team.pk, gateway)
-    expected = queryset()
+    expected = recall.gateway_open_sessions(team.pk, gateway).first()
     assert found is not None and expected is not None
     assert found.agent.external_id == f"{gateway}/bot"
     fields = [f.attname for f in Session._meta.concrete_fields]

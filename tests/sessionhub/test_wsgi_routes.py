@@ -108,7 +108,7 @@ def test_refusals_under_the_api_chain_keep_their_shape_and_headers(token: str) -
     assert json.loads(content)["code"] == "not_found"
 
 
-def test_pages_keep_the_whole_chain(client: Any) -> None:
+def test_pages_keep_the_whole_chain() -> None:
     status, headers, _ = _call("GET", "/accounts/login/")
     assert status == 200
     cookies = [v.strip() for k, v in headers if k == "set-cookie"]
