@@ -8,4 +8,4 @@ RUN pip install --no-cache-dir . \
 RUN useradd --create-home sessionhub && mkdir -p /data/archive && chown sessionhub /data/archive
 USER sessionhub
 EXPOSE 8000
-CMD ["gunicorn", "sessionhub.wsgi", "--config", "gunicorn.conf.py"]
+CMD ["python", "-m", "sessionhub.serve"]

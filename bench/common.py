@@ -302,6 +302,7 @@ def versions(pg_dsn: str, redis_url: str) -> dict[str, str]:
         "python": platform.python_version(),
         "django": _version("Django"),
         "djangorestframework": _version("djangorestframework"),
+        "granian": _version("granian"),
         "gunicorn": _version("gunicorn"),
         "celery": _version("celery"),
         "psycopg": _version("psycopg"),
@@ -335,7 +336,7 @@ def ensure_wrk() -> str | None:
 
 
 def ensure_nginx() -> str | None:
-    """The nginx binary (the front production runs before gunicorn), installed from Debian
+    """The nginx binary (the front production runs before the web server), installed from Debian
     when missing."""
     return _ensure_binary("nginx", "nginx", "/usr/sbin/nginx")
 
@@ -467,9 +468,9 @@ class WrkResult:
 
 def cpu_seconds() -> dict[str, float]:
     """CPU seconds (user and system) used so far by each kind of process on this machine:
-    ``web`` (gunicorn or granian), ``front`` (nginx), ``worker`` (Celery), ``postgres``,
-    ``redis``, ``wrk``,
-    ``peer`` (the claude-mem worker: bun or node), ``other``. A process that ended counts
+    ``web`` (``python -m sessionhub.serve`` or gunicorn), ``front`` (nginx), ``worker``
+    (Celery), ``postgres``, ``redis``, ``wrk``, ``peer`` (the claude-mem worker: bun or
+    node), ``other``. A process that ended counts
     through the parent that waited for it (its children's times, which the kernel adds to
     the parent's): PostgreSQL's backends come and go as the application's connections
     do (``CONN_MAX_AGE``), and a backend that exited during a round would otherwise take
@@ -492,7 +493,7 @@ def cpu_seconds() -> dict[str, float]:
         seconds = sum(int(x) for x in fields[11:15]) / tick
         if name == "postgres" or command.startswith("postgres"):
             kind = "postgres"
-        elif "gunicorn" in command or "granian" in command:
+        elif "sessionhub.serve" in command or "gunicorn" in command or "granian" in command:
             kind = "web"
         elif "celery" in command:
             kind = "worker"

@@ -3,7 +3,7 @@ holds, and how much is logged.
 
     .venv/bin/python bench/redis_trouble.py [--seconds 15] [--clients 4] [--json FILE]
 
-gunicorn with gunicorn.conf.py (2 processes x 4 threads) on a fresh PostgreSQL database
+The web server as deployed (2 processes x 4 threads) on a fresh PostgreSQL database
 and a private redis-server, ``API_RATE_LIMIT=600/min``. ``--clients`` closed-loop clients
 post single events (spread over 60 tokens, each far below its limit) through four phases
 of ``--seconds`` each: Redis answering, Redis hung (SIGSTOP), Redis down (killed), Redis
@@ -32,11 +32,11 @@ from stack import (
     environment,
     event,
     figures,
-    gunicorn_as_deployed,
     log,
     manage,
     stop_process,
     tokens,
+    web_as_deployed,
     workdir,
 )
 from stack import admin_dsn as default_admin_dsn
@@ -107,7 +107,7 @@ def main() -> int:
             log("making tokens")
             pool = tokens(env, 60)
             limited = tokens(env, 2)
-            web, port = gunicorn_as_deployed(env, logs / "gunicorn.log", workers=2)
+            web, port = web_as_deployed(env, logs / "web.log", workers=2)
             started = time.monotonic()
             try:
                 load(port, pool, 3, args.clients)  # warm-up
@@ -136,7 +136,7 @@ def main() -> int:
         result[phase]["p99_added_ms"] = round(result[phase]["p99"] - result["up"]["p99"], 2)
     lines = [
         line
-        for line in (logs / "gunicorn.log").read_text(errors="replace").splitlines()
+        for line in (logs / "web.log").read_text(errors="replace").splitlines()
         if "sessionhub.redis" in line
     ]
     counts = {cause: sum(bool(p.search(line)) for line in lines) for cause, p in CAUSES.items()}
@@ -147,7 +147,7 @@ def main() -> int:
         "lines_per_10s_per_cause_per_process_max": round(
             max(counts.values()) / 2 / max(1.0, elapsed / 10), 2
         ),
-        "tracebacks": (logs / "gunicorn.log").read_text(errors="replace").count("Traceback"),
+        "tracebacks": (logs / "web.log").read_text(errors="replace").count("Traceback"),
     }
     dump(result, args.json)
     print("\n".join(lines))

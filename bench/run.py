@@ -5,7 +5,8 @@
     .venv/bin/python bench/run.py --quick    # everything shorter, for a smoke test
 
 It starts SessionHub the way docker-compose.yml does (migrations on a dedicated PostgreSQL
-database, gunicorn, a Celery worker and Celery beat on Redis, DEBUG off), drives load from
+database, the web server as the Dockerfile runs it, a Celery worker and Celery beat on
+Redis, DEBUG off), drives load from
 other processes (wrk, and Python load generators for a fixed rate and for probes), measures
 the raw database limit and the claude-mem peer in the same run, and prints a table with
 the machine, the versions and each target met or not. Every process it starts is stopped
@@ -20,7 +21,6 @@ import json
 import math
 import multiprocessing
 import os
-import runpy
 import secrets
 import shutil
 import signal
@@ -46,17 +46,16 @@ REDIS_URL = "redis://127.0.0.1:6379/13"
 HOOK_PATH = "/api/v1/hooks/claude-code"
 
 
-def _production_gunicorn() -> tuple[int, int]:
-    """Workers and threads as the repository's gunicorn.conf.py sets them on this machine
-    (the production setting); 3 and 4 when there is no such file."""
-    conf = REPO / "gunicorn.conf.py"
-    if not conf.exists():
-        return 3, 4
-    values = runpy.run_path(str(conf))
-    return int(values.get("workers", 3)), int(values.get("threads", 1))
+def _production_web() -> tuple[int, int]:
+    """Processes and threads as the production web server (sessionhub/serve.py) takes them
+    on this machine, without SESSIONHUB_WEB_* in the environment."""
+    from sessionhub.serve import server_options
+
+    options = server_options()
+    return int(options["workers"]), int(options["blocking_threads"])
 
 
-WORKERS, THREADS = _production_gunicorn()
+WORKERS, THREADS = _production_web()
 
 TARGETS = {
     # Batch ingest: at least this share of what the raw database took in the same round.
@@ -123,20 +122,21 @@ def parse_args() -> argparse.Namespace:
         "--workers",
         type=int,
         default=WORKERS,
-        help=f"gunicorn workers (default {WORKERS}: gunicorn.conf.py's value on this machine)",
+        help=f"web server processes (default {WORKERS}: production's value on this machine)",
     )
     parser.add_argument(
         "--threads",
         type=int,
         default=THREADS,
-        help=f"threads per gunicorn worker, more than 1 means gthread (default {THREADS}: "
-        "gunicorn.conf.py's value)",
+        help=f"request threads per web server process (default {THREADS}: production's "
+        "value); with --server gunicorn, more than 1 means gthread",
     )
     parser.add_argument(
         "--server",
-        choices=("gunicorn", "granian"),
-        default="gunicorn",
-        help="the application server (default gunicorn)",
+        choices=("sessionhub", "gunicorn"),
+        default="sessionhub",
+        help="the application server: production's (python -m sessionhub.serve, Granian; the "
+        "default), or gunicorn with the same processes and threads, for comparison",
     )
     parser.add_argument(
         "--front",
@@ -290,37 +290,31 @@ class Bench:
                 "SELECT id FROM sessionhub_team WHERE slug = 'bench'"
             ).fetchone()[0]
 
-        gunicorn = [
-            self.bin("gunicorn"),
-            "sessionhub.wsgi",
-            "--bind",
-            f"127.0.0.1:{self.port}",
-            "--workers",
-            str(self.args.workers),
-            "--threads",
-            str(self.args.threads),
-            "--worker-class",
-            self.worker_class,
-            "--graceful-timeout",
-            "5",
-        ]
-        if self.args.server == "granian":
-            gunicorn = [
-                self.bin("granian"),
-                "--interface",
-                "wsgi",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
+        # Production's server, as the Dockerfile starts it; or gunicorn with the same
+        # processes and threads, to compare the two in one run.
+        server = [self.bin("python"), "-m", "sessionhub.serve"]
+        server_env = {
+            **self.env,
+            "SESSIONHUB_WEB_BIND": f"127.0.0.1:{self.port}",
+            "SESSIONHUB_WEB_WORKERS": str(self.args.workers),
+            "SESSIONHUB_WEB_THREADS": str(self.args.threads),
+        }
+        if self.args.server == "gunicorn":
+            server = [
+                self.bin("gunicorn"),
+                "sessionhub.wsgi",
+                "--bind",
+                f"127.0.0.1:{self.port}",
                 "--workers",
                 str(self.args.workers),
-                "--blocking-threads",
+                "--threads",
                 str(self.args.threads),
-                "--no-access-log",
-                "sessionhub.wsgi:application",
+                "--worker-class",
+                self.worker_class,
+                "--graceful-timeout",
+                "5",
             ]
-        web = self.web = self.procs.start("gunicorn", gunicorn, env=self.env)
+        web = self.web = self.procs.start("web", server, env=server_env)
         self.worker = self.procs.start(
             "celery-worker",
             [
@@ -362,8 +356,8 @@ class Bench:
             common.wait_http(f"{self.base}/healthz", timeout=30, group=web)
             front = "nginx (deploy/nginx.conf) before "
         log(
-            f"SessionHub up at {self.base}: {front}gunicorn {self.args.workers} "
-            f"{self.worker_class} workers, Celery worker -c {self.args.celery_concurrency}, beat"
+            f"SessionHub up at {self.base}: {front}{server_label(self.results['server'])}, "
+            f"Celery worker -c {self.args.celery_concurrency}, beat"
         )
 
     def manage(self, *args: str) -> str:
@@ -701,6 +695,7 @@ class Bench:
             )
             for w in range(writers)
         ]
+        cpu_before = common.cpu_seconds()
         for proc in procs:
             proc.start()
         try:
@@ -710,9 +705,20 @@ class Bench:
                 proc.join(timeout=10)
                 if proc.is_alive():
                     proc.kill()
-        eps = sum(p["rows"] for p in parts) / max(p["seconds"] for p in parts)
-        self.results["raw"] = {"eps": eps, "writers": writers}
-        log(f"raw psycopg: {eps:.0f} events/s with {writers} writers")
+        cpu_after = common.cpu_seconds()
+        rows = sum(p["rows"] for p in parts)
+        eps = rows / max(p["seconds"] for p in parts)
+        # Per 100 rows, as the batch's figures are per request of 100: the database's CPU,
+        # and the writers' (reaped children of this process, counted under "other").
+        cpu = common.cpu_per_request(cpu_before, cpu_after, rows // 100)
+        if rows >= 100:
+            writers_cpu = cpu_after.get("other", 0.0) - cpu_before.get("other", 0.0)
+            cpu["writers"] = round(writers_cpu * 1000 / (rows // 100), 3)
+        self.results["raw"] = {"eps": eps, "writers": writers, "cpu_ms": cpu}
+        log(
+            f"raw psycopg: {eps:.0f} events/s with {writers} writers; CPU ms per 100 rows: "
+            + ", ".join(f"{kind} {ms:.2f}" for kind, ms in cpu.items())
+        )
         with psycopg.connect(self.dsn, autocommit=True) as conn:
             conn.execute(f"DROP TABLE {common.RAW_TABLE}")
 
@@ -914,7 +920,7 @@ class Bench:
         self.results["mcp"] = results
 
     def profile(self) -> None:
-        """py-spy on the gunicorn workers (wall clock: waits on PostgreSQL count) under
+        """py-spy on the web server's processes (wall clock: waits on PostgreSQL count) under
         single-event, batch and continuity load, and on the Celery worker meanwhile."""
         spy = common.py_spy()
         if spy is None:
@@ -988,6 +994,7 @@ class Bench:
         self.results["started"] = datetime.now(UTC).isoformat(timespec="seconds")
         self.results["quick"] = self.args.quick
         self.results["server"] = {
+            "software": self.args.server,
             "workers": self.args.workers,
             "worker_class": self.worker_class,
             "threads": self.args.threads,
@@ -1225,13 +1232,20 @@ def _met(ok: bool | None) -> str:
     return "—" if ok is None else ("met" if ok else "NOT MET")
 
 
+def server_label(s: dict[str, Any]) -> str:
+    """The web server a run measured, in words."""
+    if s.get("software") == "gunicorn":
+        label = f"gunicorn {s.get('workers')} {s.get('worker_class')} workers"
+        if s.get("worker_class") == "gthread":
+            label += f" x {s.get('threads')} threads"
+        return label
+    return f"python -m sessionhub.serve (Granian) {s.get('workers')} x {s.get('threads')} threads"
+
+
 def render(r: dict[str, Any]) -> str:
     m = r.get("machine", {})
     v = r.get("versions", {})
     s = r.get("server", {})
-    gunicorn = f"{s.get('workers')} {s.get('worker_class')} workers"
-    if s.get("worker_class") == "gthread":
-        gunicorn += f" x {s.get('threads')} threads"
     lines = [
         "",
         f"SessionHub benchmark, {r.get('started', '?')}{' (--quick)' if r.get('quick') else ''}",
@@ -1239,9 +1253,9 @@ def render(r: dict[str, Any]) -> str:
         f"Linux {m.get('kernel')}",
         f"versions: Python {v.get('python', '?')}, Django {v.get('django', '?')}, DRF "
         f"{v.get('djangorestframework', '?')}, PostgreSQL {v.get('postgresql', '?')}, Redis "
-        f"{v.get('redis', '?')}, gunicorn {v.get('gunicorn', '?')}, Celery {v.get('celery', '?')}, "
+        f"{v.get('redis', '?')}, Granian {v.get('granian', '?')}, Celery {v.get('celery', '?')}, "
         f"psycopg {v.get('psycopg', '?')}, wrk {v.get('wrk', '?')}; commit {v.get('commit', '?')}",
-        f"server: {'nginx before ' if s.get('front') == 'nginx' else ''}gunicorn {gunicorn}, "
+        f"server: {'nginx before ' if s.get('front') == 'nginx' else ''}{server_label(s)}, "
         f"Celery worker -c {s.get('celery_concurrency')} and beat, "
         "PostgreSQL and Redis on the same machine",
         f"load average (1 min) of the machine before the run {r.get('load_before', 0):.2f}, "
@@ -1366,6 +1380,9 @@ def render(r: dict[str, Any]) -> str:
     if batch and batch.get("cpu_ms"):
         lines.append("CPU ms per batch request of 100 (the worker's share: what it did meanwhile):")
         lines.append("  SessionHub: " + _cpu_text(batch["cpu_ms"]))
+        raw = r.get("raw")
+        if raw and raw.get("cpu_ms"):
+            lines.append("  raw psycopg, per 100 rows: " + _cpu_text(raw["cpu_ms"]))
     if r.get("continuity_spread_days"):
         lines.append(
             f"continuity seed: one agent, ended_at spread evenly over the last "

@@ -1,14 +1,14 @@
 """Slow and stalled clients: /healthz and single-event ingest latency with and without
 200 stalled uploads, through nginx (deploy/nginx.conf) and, as the control, against
-gunicorn directly (as docker-compose published it before).
+the web server directly.
 
     .venv/bin/python bench/slow_clients.py [--stalled 200] [--requests 300] [--json FILE]
 
-Both set-ups run gunicorn with gunicorn.conf.py (2 processes x 4 threads) on a fresh
+Both set-ups run the web server as deployed (2 processes x 4 threads) on a fresh
 PostgreSQL database and a private redis-server. Each measurement is one client sending
 requests one after the other on a keep-alive connection; "stalled" uploads announce a
-4,000-byte body and send 400 bytes of it. Against gunicorn directly each request may
-wait at most --timeout seconds (the stalled uploads are never released by gunicorn).
+4,000-byte body and send 400 bytes of it. Against the web server directly each request
+may wait at most --timeout seconds.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from stack import (
     environment,
     event,
     figures,
-    gunicorn_as_deployed,
     log,
     manage,
     stop_process,
     tokens,
+    web_as_deployed,
     workdir,
 )
 from stack import admin_dsn as default_admin_dsn
@@ -99,15 +99,15 @@ def main() -> int:
     redis.start()
     try:
         with database(args.postgres, "sessionhub_bench_slow") as url:
-            env = environment(url, redis.url, GUNICORN_MAX_REQUESTS="0")
+            env = environment(url, redis.url)
             manage(env, "migrate", "--noinput")
             token = tokens(env, 1)[0]
-            web, web_port = gunicorn_as_deployed(env, logs / "gunicorn.log", workers=2)
+            web, web_port = web_as_deployed(env, logs / "web.log", workers=2)
             front = Nginx(web_port, logs / "nginx.log")
             try:
                 front.start()
-                result["nginx"] = run_setup("nginx -> gunicorn", front.port, token, args)
-                result["gunicorn_direct"] = run_setup("gunicorn direct", web_port, token, args)
+                result["nginx"] = run_setup("nginx -> web", front.port, token, args)
+                result["web_direct"] = run_setup("web direct", web_port, token, args)
             finally:
                 front.close()
                 stop_process(web)

@@ -7,8 +7,8 @@ What it runs, on this machine:
 
 - PostgreSQL database ``sessionhub_soak`` (dropped, created and migrated at the start;
   kept afterwards for inspection), Redis database 14 (flushed);
-- ``gunicorn sessionhub.wsgi`` with the repository's gunicorn.conf.py (``--workers``
-  processes, 4 threads each; worker recycling off, so a leak would show), a Celery worker
+- the web server as the Dockerfile starts it (``python -m sessionhub.serve``: ``--workers``
+  processes, 4 threads each; process recycling off, so a leak would show), a Celery worker
   (``--celery-concurrency``) and Celery beat, all with production settings (DEBUG=0);
 - a separate load process that sends ``--rate`` hook posts a second for ``--minutes``,
   open loop (each request due at a fixed time, on a fresh connection, latency measured
@@ -88,9 +88,11 @@ def environment(args: argparse.Namespace) -> dict[str, str]:
             "DATABASE_URL": f"{args.postgres.rstrip('/')}/{DATABASE}",
             "REDIS_URL": f"{args.redis.rstrip('/')}/{REDIS_DB}",
             "LOG_LEVEL": "WARNING",
-            "GUNICORN_WORKERS": str(args.workers),
-            "GUNICORN_THREADS": "4",
-            "GUNICORN_MAX_REQUESTS": "0",  # no recycling: a leak must show
+            "SESSIONHUB_WEB_WORKERS": str(args.workers),
+            "SESSIONHUB_WEB_THREADS": "4",
+            # No recycling: a leak must show.
+            "SESSIONHUB_WEB_LIFETIME": "0",
+            "SESSIONHUB_WEB_MAX_RSS": "0",
             "PYTHONUNBUFFERED": "1",
         }
     )
@@ -136,7 +138,7 @@ class Service:
     log_path: Path
 
     def pids(self) -> list[int]:
-        """The main process and every descendant (gunicorn workers, Celery's pool)."""
+        """The main process and every descendant (the web server's processes, Celery's pool)."""
         found, todo = [], [self.process.pid]
         while todo:
             pid = todo.pop()
@@ -421,7 +423,7 @@ def main() -> int:
         "spool flush or a batching gateway posts (consecutive hooks of one session)",
     )
     parser.add_argument("--sessions", type=int, default=60, help="sessions in flight")
-    parser.add_argument("--workers", type=int, default=3, help="gunicorn processes")
+    parser.add_argument("--workers", type=int, default=3, help="web server processes")
     parser.add_argument("--celery-concurrency", type=int, default=2)
     parser.add_argument("--sample", type=float, default=10.0, help="RSS sampling period (s)")
     parser.add_argument(
@@ -457,9 +459,9 @@ def main() -> int:
         tokens.append(next(x.strip() for x in out.splitlines() if x.strip().startswith("shub_")))
 
     port = free_port()
-    web_env = {**env, "GUNICORN_BIND": f"127.0.0.1:{port}"}
+    web_env = {**env, "SESSIONHUB_WEB_BIND": f"127.0.0.1:{port}"}
     services = [
-        start("web", [sys.executable, "-m", "gunicorn", "sessionhub.wsgi"], web_env, args.logs),
+        start("web", [sys.executable, "-m", "sessionhub.serve"], web_env, args.logs),
         start(
             "worker",
             [
@@ -494,14 +496,14 @@ def main() -> int:
     web, worker = services[0], services[1]
     samples: list[dict[str, Any]] = []
     try:
-        wait_for(lambda: http_up(port), 60, "gunicorn")
+        wait_for(lambda: http_up(port), 60, "the web server")
         time.sleep(3)  # let the worker connect to the broker
         preflight(port, tokens[0])
         seconds = args.minutes * 60
         nonce = uuid.uuid4().hex[:8]
         log(
             f"driving {args.rate:.0f} events/s ({args.batch} per post) for {args.minutes:g} "
-            f"min against 127.0.0.1:{port} ({args.workers} gunicorn processes, Celery -c "
+            f"min against 127.0.0.1:{port} ({args.workers} web processes, Celery -c "
             f"{args.celery_concurrency}); RSS every {args.sample:g}s"
         )
         queue: Any = multiprocessing.Queue()

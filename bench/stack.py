@@ -1,5 +1,5 @@
 """The production processes for bench/slow_clients.py and bench/redis_trouble.py:
-a fresh PostgreSQL database, a private redis-server, gunicorn with gunicorn.conf.py and
+a fresh PostgreSQL database, a private redis-server, the web server as deployed and
 nginx with deploy/nginx.conf (started the way tests/reliability starts them), plus a
 latency-measuring HTTP client. Nothing here imports Django settings."""
 
@@ -29,12 +29,12 @@ sys.path.insert(0, str(REPO))
 from tests.reliability.helpers import (  # noqa: E402
     Nginx,
     RedisServer,
-    gunicorn_as_deployed,
     service_env,
     stop_process,
+    web_as_deployed,
 )
 
-__all__ = ["Nginx", "RedisServer", "gunicorn_as_deployed", "stop_process"]
+__all__ = ["Nginx", "RedisServer", "stop_process", "web_as_deployed"]
 
 
 def log(message: str) -> None:

@@ -46,7 +46,7 @@ def _autogroup_lower(wanted: int, path: str = AUTOGROUP) -> bool:
     With Linux's autogroup scheduling (on by default on desktop and most server kernels),
     the kernel shares the cores out between sessions first and applies nice values only
     within a session. A worker started in its own session (by systemd, ``setsid``, a
-    supervisor or a container) would keep an equal share beside gunicorn whatever its nice
+    supervisor or a container) would keep an equal share beside the web server whatever its nice
     value; the group's own nice value is what lowers it. A worker in a session it does not
     lead (started from a terminal beside other programs) leaves the group alone, since
     lowering it would lower everything else in that session.

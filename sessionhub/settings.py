@@ -213,7 +213,7 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "socket_connect_timeout": env.float("BROKER_CONNECT_TIMEOUT", default=1),
     # The worker's blocking reads need more than a second; web processes, which only
-    # publish, get a shorter one from gunicorn.conf.py.
+    # publish, get a shorter one from sessionhub/serve.py.
     "socket_timeout": env.float("BROKER_SOCKET_TIMEOUT", default=2),
     "visibility_timeout": 600,
     # One connection attempt per publish: kombu would otherwise retry for seconds on the

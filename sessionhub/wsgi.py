@@ -1,4 +1,4 @@
-"""WSGI entry point (gunicorn sessionhub.wsgi)."""
+"""WSGI entry point (python -m sessionhub.serve runs it in production)."""
 
 from __future__ import annotations
 

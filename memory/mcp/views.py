@@ -1,6 +1,6 @@
 """``POST /api/v1/mcp``: the MCP endpoint, a plain synchronous Django view.
 
-It runs where the rest of SessionHub runs (gunicorn's workers, the embedded runserver)
+It runs where the rest of SessionHub runs (the web server's threads, the embedded runserver)
 with no event loop and no server of its own, and so with no database connection of its
 own per tool call (docs/integrations.md, "Memory on demand", compares it with the SDK's
 Streamable HTTP manager). The token is the team's API token (scope ``read``); every refusal is a

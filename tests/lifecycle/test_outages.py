@@ -36,9 +36,11 @@ def test_database_down_is_503_with_retry_after() -> None:
         "DEBUG": "1",
         "DATABASE_URL": "postgres://postgres@127.0.0.1:1/nowhere",
         "REDIS_URL": "",
+        "SESSIONHUB_WEB_BIND": f"127.0.0.1:{port}",
+        "SESSIONHUB_WEB_WORKERS": "1",
     }
     server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "sessionhub.wsgi", "-b", f"127.0.0.1:{port}", "-w", "1"],
+        [sys.executable, "-m", "sessionhub.serve"],
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,

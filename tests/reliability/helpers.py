@@ -326,20 +326,20 @@ class Nginx:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def gunicorn_as_deployed(
+def web_as_deployed(
     env: dict[str, str], log: Path, *, workers: int = 2
 ) -> tuple[subprocess.Popen[bytes], int]:
-    """gunicorn with the repository's gunicorn.conf.py (as the Dockerfile runs it) on a
-    free port of 127.0.0.1; returns the process (its own group) and the port."""
+    """The web server as the Dockerfile runs it (``python -m sessionhub.serve``) on a free
+    port of 127.0.0.1; returns the process (its own group) and the port."""
     port = free_port()
     env = {
         **env,
-        "GUNICORN_BIND": f"127.0.0.1:{port}",
-        "GUNICORN_WORKERS": str(workers),
-        "GUNICORN_THREADS": env.get("GUNICORN_THREADS", "4"),
+        "SESSIONHUB_WEB_BIND": f"127.0.0.1:{port}",
+        "SESSIONHUB_WEB_WORKERS": str(workers),
+        "SESSIONHUB_WEB_THREADS": env.get("SESSIONHUB_WEB_THREADS", "4"),
     }
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "sessionhub.wsgi", "--config", "gunicorn.conf.py"],
+        [sys.executable, "-m", "sessionhub.serve"],
         cwd=REPO,
         env=env,
         stdout=log.open("ab"),

@@ -2,11 +2,11 @@
 every background result present.
 
 * Redis (a private redis-server) killed in the middle of a gateway's traffic to a real
-  gunicorn + Celery worker, then started again empty: every answer stays 2xx, every event
+  web server + Celery worker, then started again empty: every answer stays 2xx, every event
   is stored, and the outbox sweep gets all the missed work done.
 * A Celery worker's pool process SIGKILLed in the middle of an LLM summary (a local
   "LLM" that takes its time): the task runs again and one summary exists.
-* PostgreSQL "restarted" under a gunicorn server while the Claude Code hook client
+* PostgreSQL "restarted" under the web server while the Claude Code hook client
   replays sessions: a TCP proxy between them cuts every connection and refuses new ones
   for a few seconds. The client gets 503s or connection errors, spools, sends later, and
   every event lands once.
@@ -51,8 +51,8 @@ from .helpers import (
     redis_server,
     service_env,
     stop_process,
-    wait_http,
     wait_until,
+    web_as_deployed,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -83,27 +83,10 @@ def start(args: list[str], env: dict[str, str], log: Path) -> subprocess.Popen[b
     )
 
 
-def gunicorn(env: dict[str, str], log: Path, workers: int = 2) -> tuple[subprocess.Popen, str]:
-    port = free_port()
-    process = start(
-        [
-            sys.executable,
-            "-m",
-            "gunicorn",
-            "sessionhub.wsgi",
-            "-b",
-            f"127.0.0.1:{port}",
-            "-w",
-            str(workers),
-            "--timeout",
-            "60",
-        ],
-        env,
-        log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    wait_http(url + "/healthz", timeout=60)
-    return process, url
+def web_server(env: dict[str, str], log: Path, workers: int = 2) -> tuple[subprocess.Popen, str]:
+    """The web server as deployed (``python -m sessionhub.serve``); its process and URL."""
+    process, port = web_as_deployed(env, log, workers=workers)
+    return process, f"http://127.0.0.1:{port}"
 
 
 def celery_worker(env: dict[str, str], log: Path) -> subprocess.Popen[bytes]:
@@ -202,7 +185,7 @@ def test_redis_killed_during_ingest_answers_stay_2xx_and_the_outbox_catches_up(
         REDIS_URL=private_redis.url,
         SESSIONHUB_OUTBOX_GRACE_SECONDS="1",
     )
-    web, url = gunicorn(env, tmp_path / "web.log")
+    web, url = web_server(env, tmp_path / "web.log")
     worker = celery_worker(env, tmp_path / "worker.log")
     try:
         sessions = sessions_like("basic", 6, "redis")
@@ -354,7 +337,7 @@ def test_worker_killed_mid_summary_the_task_runs_again_and_one_summary_exists(
         SESSIONHUB_LLM_TIMEOUT="60",
     )
     worker_log = tmp_path / "worker.log"
-    web, url = gunicorn(env, tmp_path / "web.log", workers=1)
+    web, url = web_server(env, tmp_path / "web.log", workers=1)
     worker = celery_worker(env, worker_log)
     try:
         lines = claude_code_hooks("basic")
@@ -414,7 +397,7 @@ def test_postgres_cut_mid_replay_the_hook_client_spools_and_every_event_lands_on
         REDIS_URL="",  # tasks in-process: the fault under test is the database alone
         SESSIONHUB_RETRY_AFTER_SECONDS="1",
     )
-    web, url = gunicorn(env, tmp_path / "web.log")
+    web, url = web_server(env, tmp_path / "web.log")
     client = HookClient(tmp_path, url, token, timeout=4)
     try:
         sessions = sessions_like("compact", 2, "pg") + sessions_like("basic", 2, "pg")

@@ -1,12 +1,12 @@
 """Logs without secrets (issue 33): a secrets run through the stack as docker-compose
-runs it (nginx, gunicorn with its access log on, a Celery worker, PostgreSQL, a private
+runs it (nginx, the web server with its access log on, a Celery worker, PostgreSQL, a private
 Redis), then every log each process wrote is searched for every secret.
 
 The run posts the secrets corpus through the hook endpoint (each text a prompt, in
 sessions that end and get summarized), asks for sessions with secrets in the query
 string (``?session_key=ghp_...``, ``?project=...``), searches the dashboard with one, and
 posts bodies that fail validation with secrets inside. No 12-character piece of any
-secret, in any letter case, may be in nginx's, gunicorn's or the worker's output.
+secret, in any letter case, may be in nginx's, the web server's or the worker's output.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from tests.conftest import claude_code_hooks, secret_cases
 from .helpers import (
     Nginx,
     current_database_url,
-    gunicorn_as_deployed,
     needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
     wait_until,
+    web_as_deployed,
 )
 from .test_faults import celery_worker
 
@@ -54,11 +54,11 @@ def logged_stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
         env = service_env(
             DATABASE_URL=current_database_url(),
             REDIS_URL=redis.url,
-            GUNICORN_ACCESS_LOG="-",
+            SESSIONHUB_ACCESS_LOG="-",
             LOG_LEVEL="INFO",
         )
-        logs = {name: tmp_path / f"{name}.log" for name in ("gunicorn", "nginx", "worker")}
-        web, web_port = gunicorn_as_deployed(env, logs["gunicorn"], workers=2)
+        logs = {name: tmp_path / f"{name}.log" for name in ("web", "nginx", "worker")}
+        web, web_port = web_as_deployed(env, logs["web"], workers=2)
         front = Nginx(web_port, logs["nginx"])
         worker = celery_worker(env, logs["worker"])
         try:
@@ -126,7 +126,7 @@ def test_no_secret_in_any_log_after_a_secrets_run(logged_stack: dict[str, Any]) 
     assert Session.objects.filter(team=team).count() == sessions
 
     logs = logged_stack["logs"]
-    assert "GET /api/v1/sessions" in logs["gunicorn"].read_text()  # the access log is on
+    assert "GET /api/v1/sessions" in logs["web"].read_text()  # the access log is on
     found = []
     for name, path in logs.items():
         for line in path.read_text(errors="replace").splitlines():

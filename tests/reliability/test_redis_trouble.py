@@ -1,4 +1,4 @@
-"""Redis hung (SIGSTOP) or down (killed) under a real gunicorn: requests go on, the rate
+"""Redis hung (SIGSTOP) or down (killed) under the real web server: requests go on, the rate
 limit is still enforced (counted per process), work is left to the outbox, and each cause
 is logged at most once per 10 s with a count, never as a traceback per request.
 
@@ -37,14 +37,14 @@ from .helpers import (
     RedisServer,
     current_database_url,
     free_port,
-    gunicorn_as_deployed,
     needs_postgres_and_redis,
     service_env,
     stop_process,
     wait_until,
+    web_as_deployed,
 )
 
-LIMIT = 20  # per token and minute, in the gunicorn test
+LIMIT = 20  # per token and minute, in the web server test
 
 
 def _away_url() -> str:
@@ -152,7 +152,7 @@ def test_cache_serves_misses_when_redis_is_away(settings: Any) -> None:
     assert not cache.breaker.available
 
 
-# --- gunicorn with a private Redis that hangs, then dies ------------------------------------
+# --- the web server with a private Redis that hangs, then dies -----------------------------
 
 
 @pytest.fixture
@@ -162,14 +162,14 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
         pytest.skip(reason)
     redis = RedisServer()
     redis.start()
-    log = tmp_path / "gunicorn.log"
+    log = tmp_path / "web.log"
     env = service_env(
         DATABASE_URL=current_database_url(),
         REDIS_URL=redis.url,
         API_RATE_LIMIT=f"{LIMIT}/min",
         LOG_LEVEL="WARNING",
     )
-    web, port = gunicorn_as_deployed(env, log, workers=1)
+    web, port = web_as_deployed(env, log, workers=1)
     try:
         yield {"url": f"http://127.0.0.1:{port}", "redis": redis, "log": log}
     finally:

@@ -1,6 +1,6 @@
-"""Slow and stalled clients against the production front: deploy/nginx.conf before
-gunicorn (the repository's gunicorn.conf.py) on PostgreSQL and Redis, the processes
-docker-compose runs, started here.
+"""Slow and stalled clients against the production front: deploy/nginx.conf before the
+web server (``python -m sessionhub.serve``, as the Dockerfile runs it) on PostgreSQL and
+Redis, the processes docker-compose runs, started here.
 
 200 uploads announce a body and stop sending. While they are held open, /healthz and
 single-event ingest keep answering; then nginx drops each stalled upload at its body
@@ -35,11 +35,11 @@ from .helpers import (
     REPO,
     Nginx,
     current_database_url,
-    gunicorn_as_deployed,
     needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
+    web_as_deployed,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -73,7 +73,7 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
             check=True,
             timeout=300,
         )
-        web, web_port = gunicorn_as_deployed(env, tmp_path / "gunicorn.log", workers=2)
+        web, web_port = web_as_deployed(env, tmp_path / "web.log", workers=2)
         front = Nginx(web_port, tmp_path / "nginx.log")
         try:
             front.start()

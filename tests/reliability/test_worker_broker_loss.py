@@ -35,10 +35,10 @@ from .test_faults import (
     _real_services,  # noqa: F401  (autouse: skips without PostgreSQL and redis-server)
     assert_background_done,
     assert_stored_once,
-    gunicorn,
     private_redis,  # noqa: F401  (fixture)
     sessions_like,
     sweep_outbox,
+    web_server,
 )
 from .test_faults import start as start_process
 
@@ -119,7 +119,7 @@ def test_worker_survives_redis_stopped_under_load_with_tasks_in_flight(
         LOG_LEVEL="INFO",
     )
     worker_log = tmp_path / "worker.log"
-    web, url = gunicorn(env, tmp_path / "web.log", workers=1)
+    web, url = web_server(env, tmp_path / "web.log", workers=1)
     worker = compose_worker(env, worker_log)
     try:
         http = requests.Session()

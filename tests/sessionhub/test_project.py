@@ -150,7 +150,7 @@ def test_docker_compose_has_every_service_and_setting() -> None:
         )
         assert env["REDIS_URL"].startswith("redis://redis:6379")
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
-    assert "gunicorn sessionhub.wsgi" in services["web"]["command"]
+    assert "python -m sessionhub.serve" in services["web"]["command"]
     assert "migrate" in services["web"]["command"]
     assert services["worker"]["command"][:4] == ["celery", "-A", "sessionhub", "worker"]
     assert services["beat"]["command"][:4] == ["celery", "-A", "sessionhub", "beat"]
@@ -162,7 +162,7 @@ def test_docker_compose_has_every_service_and_setting() -> None:
 
 
 def test_docker_compose_publishes_only_the_buffering_proxy() -> None:
-    """Slow clients meet nginx (deploy/nginx.conf), never gunicorn directly."""
+    """Slow clients meet nginx (deploy/nginx.conf), never the web server directly."""
     services = yaml.safe_load((REPO / "docker-compose.yml").read_text())["services"]
     published = {name for name, service in services.items() if service.get("ports")}
     assert published == {"proxy"}

@@ -1,0 +1,145 @@
+"""The production web server's launcher (sessionhub/serve.py): its options from the
+environment, the process environment kept out of requests, the access log. The server
+itself runs in the reliability tests (tests/reliability/helpers.py, ``web_as_deployed``)
+and in tests/lifecycle/test_outages.py."""
+
+from __future__ import annotations
+
+import io
+import logging
+from typing import Any
+
+import pytest
+
+from sessionhub import serve
+
+
+def _recorder() -> tuple[list[dict[str, Any]], Any]:
+    seen: list[dict[str, Any]] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        seen.append(dict(environ))
+        start_response("201 Created", [("Content-Type", "text/plain"), ("Content-Length", "2")])
+        return [b"ok"]
+
+    return seen, app
+
+
+def _request(app: Any, **environ: Any) -> tuple[str, bytes]:
+    statuses: list[str] = []
+    body = b"".join(app(environ, lambda status, headers, exc_info=None: statuses.append(status)))
+    return statuses[0], body
+
+
+def _environ(process: dict[str, str], **request: Any) -> dict[str, Any]:
+    """What Granian hands the application: the process environment, then the request."""
+    return {
+        **process,
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/api/v1/sessions",
+        "QUERY_STRING": "",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "wsgi.input": io.BytesIO(b""),
+        **request,
+    }
+
+
+def test_the_process_environment_never_reaches_a_request() -> None:
+    process = {
+        "DATABASE_URL": "postgres://sessionhub:hunter2-db-password@db/sessionhub",
+        "SECRET_KEY": "not-for-requests",
+        "SESSIONHUB_LLM_API_KEY": "sk-not-for-requests",
+        "PATH": "/usr/bin",
+    }
+    seen, app = _recorder()
+    served = serve.wrapped(app, process)
+    status, body = _request(
+        served, **_environ(process, HTTP_AUTHORIZATION="Bearer x", CONTENT_TYPE="text/plain")
+    )
+    assert (status, body) == ("201 Created", b"ok")
+    environ = seen[0]
+    assert not set(process) & set(environ)
+    # The request's own keys stay, headers and the WSGI ones included.
+    assert environ["HTTP_AUTHORIZATION"] == "Bearer x"
+    assert environ["CONTENT_TYPE"] == "text/plain"
+    assert environ["PATH_INFO"] == "/api/v1/sessions"
+    assert "wsgi.input" in environ
+
+
+def test_a_process_variable_named_like_a_request_key_does_not_take_the_requests_away() -> None:
+    process = {"CONTENT_TYPE": "text/html", "HTTP_PROXY": "http://proxy:3128"}
+    seen, app = _recorder()
+    _request(serve.wrapped(app, process), **_environ(process, CONTENT_TYPE="application/json"))
+    assert seen[0]["CONTENT_TYPE"] == "application/json"
+
+
+def test_access_log_lines_carry_the_redacted_path_and_no_query_string(
+    tmp_path: Any,
+) -> None:
+    log = tmp_path / "access.log"
+    _, app = _recorder()
+    served = serve.wrapped(app, {"SESSIONHUB_ACCESS_LOG": str(log)})
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    try:
+        _request(
+            served,
+            **_environ(
+                {},
+                REQUEST_METHOD="POST",
+                PATH_INFO=f"/api/v1/sessions/{token}",
+                QUERY_STRING="session_key=sk-live-should-never-be-logged",
+            ),
+        )
+        _request(served, **_environ({}))
+    finally:
+        for handler in serve.access_logger.handlers:
+            handler.close()
+        serve.access_logger.handlers = []
+        serve.access_logger.propagate = True
+    lines = log.read_text().splitlines()
+    assert len(lines) == 2
+    assert token not in lines[0] and "sk-live" not in lines[0] and "?" not in lines[0]
+    assert '"POST /api/v1/sessions/' in lines[0]
+    assert lines[0].split('" ', 1)[1].startswith("201 2 ")
+    assert lines[1].startswith("127.0.0.1 [")
+    assert '"GET /api/v1/sessions HTTP/1.1" 201 2 ' in lines[1]
+
+
+def test_without_an_access_log_nothing_is_logged(caplog: pytest.LogCaptureFixture) -> None:
+    _, app = _recorder()
+    with caplog.at_level(logging.INFO, logger="sessionhub.access"):
+        _request(serve.wrapped(app, {}), **_environ({}))
+    assert not [r for r in caplog.records if r.name == "sessionhub.access"]
+
+
+def test_server_options_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from granian.constants import Interfaces
+
+    monkeypatch.setenv("SESSIONHUB_WEB_BIND", "127.0.0.1:9123")
+    monkeypatch.setenv("SESSIONHUB_WEB_WORKERS", "2")
+    monkeypatch.setenv("SESSIONHUB_WEB_THREADS", "6")
+    monkeypatch.setenv("SESSIONHUB_WEB_LIFETIME", "0")
+    monkeypatch.delenv("SESSIONHUB_WEB_MAX_RSS", raising=False)
+    options = serve.server_options()
+    assert options["interface"] is Interfaces.WSGI
+    assert (options["address"], options["port"]) == ("127.0.0.1", 9123)
+    assert (options["workers"], options["blocking_threads"]) == (2, 6)
+    assert options["workers_lifetime"] is None  # 0: never replaced for age
+    assert options["workers_max_rss"] == 1024
+    assert options["respawn_failed_workers"] is True
+    assert options["target"] == "sessionhub.serve:worker_application" and options["factory"]
+    # The target resolves to the factory the server calls in each process.
+    module, _, name = options["target"].partition(":")
+    assert getattr(__import__(module, fromlist=[name]), name) is serve.worker_application
+
+
+def test_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("BIND", "WORKERS", "THREADS", "LIFETIME", "MAX_RSS"):
+        monkeypatch.delenv(f"SESSIONHUB_WEB_{name}", raising=False)
+    options = serve.server_options()
+    assert (options["address"], options["port"]) == ("0.0.0.0", 8000)  # noqa: S104
+    assert options["blocking_threads"] == 4
+    assert options["workers_lifetime"] == 6 * 3600
+    # A request head past 16 KB is refused by the server (431), never parsed by Django.
+    assert options["http1_settings"].max_buffer_size == 16 * 1024
