@@ -466,6 +466,20 @@ class WrkResult:
         return sum(self.errors.values())
 
 
+def child_pids(pid: int) -> list[int]:
+    """The direct children of a process, from each of its threads' ``children`` list;
+    none once it has exited (a process may end while its tree is being walked)."""
+    found: list[int] = []
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return found
+    for task in tasks:
+        with contextlib.suppress(OSError, ValueError):
+            found += [int(child) for child in (task / "children").read_text().split()]
+    return found
+
+
 def cpu_seconds() -> dict[str, float]:
     """CPU seconds (user and system) used so far by each kind of process on this machine:
     ``web`` (``python -m sessionhub.serve`` or gunicorn), ``front`` (nginx), ``worker``

@@ -422,9 +422,7 @@ class Bench:
         except ValueError:
             return []
         for pid in found:  # grows as children are found
-            for task in Path(f"/proc/{pid}/task").glob("*/children"):
-                with contextlib.suppress(OSError, ValueError):
-                    found += [int(child) for child in task.read_text().split()]
+            found += common.child_pids(pid)
         return found
 
     def peer_signal(self, signum: int) -> None:

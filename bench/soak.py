@@ -143,9 +143,10 @@ class Service:
         while todo:
             pid = todo.pop()
             found.append(pid)
-            for task in Path(f"/proc/{pid}/task").glob("*/children"):
-                with contextlib.suppress(OSError):
-                    todo += [int(x) for x in task.read_text().split()]
+            with contextlib.suppress(OSError):  # it may exit while the tree is walked
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    with contextlib.suppress(OSError):
+                        todo += [int(x) for x in (task / "children").read_text().split()]
         return found
 
     def stop(self) -> None:

@@ -23,3 +23,17 @@ def test_a_process_that_ended_still_counts_through_its_parent(common: ModuleType
     subprocess.run([sys.executable, "-c", burn], check=True)
     after = common.cpu_seconds()
     assert after["other"] - before["other"] >= 0.35
+
+
+def test_a_process_tree_is_walked_while_its_processes_exit(common: ModuleType) -> None:
+    """The peer's tree is read while the peer starts and ends helpers: a child that is
+    running is found, and one that has exited has no children rather than an error."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        import os
+
+        assert child.pid in common.child_pids(os.getpid())
+    finally:
+        child.kill()
+        child.wait()
+    assert common.child_pids(child.pid) == []
