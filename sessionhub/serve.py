@@ -59,24 +59,27 @@ access_logger = logging.getLogger("sessionhub.access")
 
 
 def without_process_environment(
-    app: Callable[..., Iterable[bytes]], inherited: Iterable[str]
+    app: Callable[..., Iterable[bytes]], inherited: Mapping[str, str]
 ) -> Callable[..., Any]:
     """Take the process's environment variables out of each request's environ.
 
     Granian starts every request's environ from a copy of ``os.environ`` (as CGI did).
     The process's environment holds the database URL, the secret key and the broker's
     password; nothing of the request needs them, and an error report that shows a
-    request's environ must not show them.
+    request's environ must not show them. A variable named like a header (``HTTP_PROXY``
+    in many deployments) would read as one the client sent: it goes too, unless the
+    request itself carried that header (a different value).
     """
     leaked = tuple(
-        key
-        for key in inherited
-        if key not in _REQUEST_KEYS and not key.startswith(("HTTP_", "wsgi."))
+        (key, value)
+        for key, value in inherited.items()
+        if key not in _REQUEST_KEYS and not key.startswith("wsgi.")
     )
 
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
-        for key in leaked:
-            environ.pop(key, None)
+        for key, value in leaked:
+            if environ.get(key) == value:
+                del environ[key]
         return app(environ, start_response)
 
     return application
@@ -141,7 +144,7 @@ def wrapped(app: Callable[..., Any], environment: Mapping[str, str]) -> Callable
         access_logger.setLevel(logging.INFO)
         access_logger.propagate = False
         app = with_access_log(app)
-    return without_process_environment(app, list(environment))
+    return without_process_environment(app, dict(environment))
 
 
 def _int(name: str, default: int) -> int:

@@ -70,8 +70,14 @@ def test_the_process_environment_never_reaches_a_request() -> None:
 def test_a_process_variable_named_like_a_request_key_does_not_take_the_requests_away() -> None:
     process = {"CONTENT_TYPE": "text/html", "HTTP_PROXY": "http://proxy:3128"}
     seen, app = _recorder()
-    _request(serve.wrapped(app, process), **_environ(process, CONTENT_TYPE="application/json"))
+    served = serve.wrapped(app, process)
+    _request(served, **_environ(process, CONTENT_TYPE="application/json"))
+    # The request's own Content-Type stays; the deployment's proxy variable is no header.
     assert seen[0]["CONTENT_TYPE"] == "application/json"
+    assert "HTTP_PROXY" not in seen[0]
+    # A client that does send that header keeps it.
+    _request(served, **_environ(process, HTTP_PROXY="sent-by-the-client"))
+    assert seen[1]["HTTP_PROXY"] == "sent-by-the-client"
 
 
 def test_access_log_lines_carry_the_redacted_path_and_no_query_string(
