@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
+from django.utils.deprecation import MiddlewareMixin
 
 POLICY = "; ".join(
     [
@@ -30,13 +31,12 @@ POLICY = "; ".join(
 )
 
 
-class ContentSecurityPolicyMiddleware:
+class ContentSecurityPolicyMiddleware(MiddlewareMixin):
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+        super().__init__(get_response)
         self.exempt = tuple(getattr(settings, "CSP_EXEMPT_PATHS", ()))
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
+    def process_response(self, request: HttpRequest, response: HttpResponse) -> HttpResponse:
         if not request.path.startswith(self.exempt):
             response.headers.setdefault("Content-Security-Policy", POLICY)
         return response

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from typing import Any
 
 import pytest
 from django.conf import settings as django_settings
+from django.core.exceptions import PermissionDenied
 from django.core.signals import request_finished, request_started
+from django.http import HttpResponse
+from django.utils.deprecation import MiddlewareMixin
 
 from lifecycle.models import LifecycleEvent
 from sessionhub.models import Team
@@ -26,7 +30,9 @@ SECURITY_HEADERS = {
 }
 
 
-def _call(method: str, path: str, body: bytes = b"", **headers: str) -> tuple[int, dict, bytes]:
+def _call(
+    method: str, path: str, body: bytes = b"", *, app: Any = None, **headers: str
+) -> tuple[int, list[tuple[str, str]], bytes]:
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "PATH_INFO": path,
@@ -53,7 +59,7 @@ def _call(method: str, path: str, body: bytes = b"", **headers: str) -> tuple[in
         answer["status"] = int(status.split()[0])
         answer["headers"] = [(k.lower(), v) for k, v in response_headers]
 
-    chunks = application(environ, start_response)
+    chunks = (app or application)(environ, start_response)
     try:
         content = b"".join(chunks)
     finally:
@@ -125,7 +131,7 @@ def test_the_api_handler_builds_only_the_api_middleware() -> None:
     handler = ApiHandler()
     assert before == django_settings.MIDDLEWARE  # the whole list is back once the chain is built
     chain: list[str] = []
-    layer: Any = handler._middleware_chain
+    layer: Any = handler._built_chain  # the flat chain calls the same layers' hooks
     while True:
         layer = getattr(layer, "__wrapped__", layer)  # Django's exception wrapper
         if not hasattr(layer, "get_response"):
@@ -153,3 +159,194 @@ def test_both_chains_send_the_request_signals(token: str) -> None:
         request_started.disconnect(started)
         request_finished.disconnect(finished)
     assert seen == ["started", "finished", "started", "finished"]
+
+
+# --- the flat chain ----------------------------------------------------------------------
+
+
+class _Nested(ApiHandler):
+    """The API handler as Django runs a chain: nested, every URL resolved afresh."""
+
+    flatten = False
+
+    def resolve_request(self, request: Any) -> Any:
+        return super(ApiHandler, self).resolve_request(request)
+
+
+def _event(event_id: str) -> bytes:
+    return json.dumps(
+        {"event_id": event_id, "kind": "prompt", "agent_id": "a", "session_id": "s", "text": "x"}
+    ).encode()
+
+
+def _both(method: str, path: str, body: bytes | Any = b"", **headers: str) -> list[Any]:
+    """The same request through a flat and a nested handler built now (so from the
+    settings as they are): their answers, the flat one's first. A callable body is
+    called with each handler's name, for bodies that must differ (new event ids)."""
+    answers = []
+    for name, handler in (("flat", ApiHandler()), ("nested", _Nested())):
+        data = body(name) if callable(body) else body
+        answers.append(_call(method, path, data, app=handler, **headers))
+    return answers
+
+
+def _same(flat: Any, nested: Any, *, body: bool = True) -> None:
+    assert flat[0] == nested[0]
+    assert sorted(flat[1]) == sorted(nested[1])
+    if body:
+        assert flat[2] == nested[2]
+
+
+def test_the_api_handler_runs_its_chain_flat() -> None:
+    handler = ApiHandler()
+    assert handler._middleware_chain == handler._flat_chain
+    assert len(handler._request_hooks) == len(django_settings.API_MIDDLEWARE)
+    nested = _Nested()
+    assert nested._middleware_chain != nested._flat_chain
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "extra"),
+    [
+        ("POST", "/api/v1/events", b'{"kind": 1}', {}),  # no token: 401
+        ("POST", "/api/v1/events", b"{not json", {"auth": True}),  # 400
+        ("POST", "/api/v1/events", _event("e"), {"auth": True, "HTTP_ACCEPT": "text/html"}),
+        ("GET", "/api/v1/events", b"", {"auth": True}),  # 405
+        ("OPTIONS", "/api/v1/hooks/claude-code", b"", {"auth": True}),
+        ("POST", "/api/v1/hooks/openclaw", b"[]", {"auth": True}),  # empty batch
+        ("GET", "/api/v1/whoami", b"", {"auth": True}),  # a DRF view: a rendered response
+        ("GET", "/api/v1/whoami", b"", {}),
+        ("GET", "/api/v1/no-such-thing", b"", {"auth": True}),  # 404 in the API's shape
+        ("GET", "/api/v1/sessions/unknown", b"", {"auth": True}),
+    ],
+)
+def test_flat_and_nested_chains_answer_alike(
+    token: str, method: str, path: str, body: bytes, extra: dict[str, Any]
+) -> None:
+    headers = {k: v for k, v in extra.items() if k != "auth"}
+    if extra.get("auth"):
+        headers["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    flat, nested = _both(method, path, body, **headers)
+    _same(flat, nested)
+
+
+def test_flat_and_nested_chains_store_and_answer_an_event_alike(team: Team, token: str) -> None:
+    flat, nested = _both(
+        "POST",
+        "/api/v1/events",
+        lambda name: _event(f"chain-{name[0]}"),
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
+    _same(flat, nested, body=False)  # each answer names its own event and session
+    assert flat[0] == 200
+    answers = [json.loads(flat[2]), json.loads(nested[2])]
+    assert [a["accepted"] for a in answers] == [1, 1]
+    assert LifecycleEvent.objects.filter(team=team, event_id__startswith="chain-").count() == 2
+
+
+def test_flat_and_nested_chains_answer_alike_where_a_layer_answers_or_raises(
+    token: str, settings: Any
+) -> None:
+    # The outermost layer answers (a redirect to HTTPS): only its own response hook runs.
+    settings.SECURE_SSL_REDIRECT = True
+    settings.SECURE_HSTS_SECONDS = 60
+    flat, nested = _both("POST", "/api/v1/events", _event("r"), **{"wsgi.url_scheme": "http"})
+    _same(flat, nested)
+    assert flat[0] == 301
+    assert "content-security-policy" not in dict(flat[1])  # an inner layer's header
+    # Over HTTPS the same settings add HSTS on the way out.
+    flat, nested = _both("GET", "/api/v1/whoami", HTTP_AUTHORIZATION=f"Bearer {token}")
+    _same(flat, nested)
+    assert "strict-transport-security" in dict(flat[1])
+    # A middle layer raises (a refused user agent): the layers outside it still add their
+    # headers, it and those inside it do not.
+    settings.SECURE_SSL_REDIRECT = False
+    settings.DISALLOWED_USER_AGENTS = [re.compile("^evil")]
+    flat, nested = _both(
+        "GET", "/api/v1/whoami", HTTP_AUTHORIZATION=f"Bearer {token}", HTTP_USER_AGENT="evil/1"
+    )
+    _same(flat, nested)
+    assert flat[0] == 403
+    assert "x-content-type-options" in dict(flat[1])
+    assert "x-frame-options" not in dict(flat[1])
+    # The host check raises in the same layer.
+    settings.DISALLOWED_USER_AGENTS = []
+    settings.ALLOWED_HOSTS = ["testserver"]
+    flat, nested = _both("POST", "/api/v1/events", _event("h"), HTTP_HOST="evil.example")
+    _same(flat, nested)
+    assert flat[0] == 400
+
+
+class _Answering(MiddlewareMixin):
+    """A layer that answers a request itself, and one whose response hook raises."""
+
+    def process_request(self, request: Any) -> Any:
+        if request.path.endswith("/whoami") and request.headers.get("X-Answer"):
+            return HttpResponse(b"from a layer", status=202)
+        return None
+
+    def process_response(self, request: Any, response: Any) -> Any:
+        if request.headers.get("X-Fail-Out"):
+            raise PermissionDenied("refused on the way out")
+        response["X-Answering"] = "1"
+        return response
+
+
+class _OwnCall:
+    """A layer with its own ``__call__``: the chain runs nested, as Django built it."""
+
+    def __init__(self, get_response: Any) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: Any) -> Any:
+        response = self.get_response(request)
+        response["X-Own-Call"] = "1"
+        return response
+
+
+def test_flat_and_nested_chains_agree_on_a_layer_that_answers_or_fails_on_the_way_out(
+    token: str, settings: Any
+) -> None:
+    settings.API_MIDDLEWARE = [
+        *django_settings.API_MIDDLEWARE[:2],
+        f"{__name__}._Answering",
+        *django_settings.API_MIDDLEWARE[2:],
+    ]
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    for extra in ({}, {"HTTP_X_ANSWER": "1"}, {"HTTP_X_FAIL_OUT": "1"}):
+        flat, nested = _both("GET", "/api/v1/whoami", **auth, **extra)
+        _same(flat, nested)
+        if extra.get("HTTP_X_ANSWER"):
+            assert flat[0] == 202
+            assert flat[2] == b"from a layer"
+            assert "x-frame-options" not in dict(flat[1])  # inner layers never ran
+    # Raised on the way out: answered as the API refuses, the layers outside it (the CSP
+    # and security layers) adding their headers, the answer of those inside it gone.
+    assert flat[0] == 403
+    assert "content-security-policy" in dict(flat[1])
+    assert "x-frame-options" not in dict(flat[1])
+
+
+def test_a_layer_with_its_own_call_keeps_the_chain_nested(token: str, settings: Any) -> None:
+    settings.API_MIDDLEWARE = [*django_settings.API_MIDDLEWARE, f"{__name__}._OwnCall"]
+    handler = ApiHandler()
+    assert handler._middleware_chain != handler._flat_chain
+    status, headers, _ = _call(
+        "GET", "/api/v1/whoami", app=handler, HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert status == 200
+    assert dict(headers)["x-own-call"] == "1"
+
+
+def test_only_fixed_routes_are_kept_resolved(token: str) -> None:
+    handler = ApiHandler()
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    for n in range(20):
+        _call("GET", f"/api/v1/sessions/s-{n}", app=handler, **auth)
+        _call("GET", f"/api/v1/unrouted-{n}", app=handler, **auth)
+        _call("POST", "/api/v1/events", _event(f"fixed-{n}"), app=handler, **auth)
+        _call("GET", "/api/v1/whoami", app=handler, **auth)
+    assert sorted(path for _, path in handler._routes) == ["/api/v1/events", "/api/v1/whoami"]
+    match = handler._routes[next(iter(handler._routes))]
+    assert match.url_name in {"events-ingest", "whoami"}
+    assert match.namespace == "api"
