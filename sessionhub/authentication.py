@@ -117,11 +117,9 @@ class ApiTokenAuthentication(authentication.BaseAuthentication):
             raise exceptions.AuthenticationFailed("Invalid token")
         token = _cached_token(raw)
         if token is None:
-            # The generation before the read, news looked for first: a revocation
-            # announced meanwhile makes the cached copy stale at once, and one heard
-            # now (or a watch just come up, which forgets what it could have missed)
-            # is already behind it, so the copy is trusted from the next request on.
-            generation = revocations.generation()
+            # The generation before the read: a revocation announced meanwhile makes
+            # the cached copy stale at once.
+            generation = revocations.current()
             token = ApiToken.objects.select_related("team").filter(prefix=prefix).first()
             if token is None or not token.matches(raw):
                 if token is not None:

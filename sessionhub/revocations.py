@@ -174,6 +174,13 @@ def generation() -> int:
         return _generation
 
 
+def current() -> int:
+    """The generation as this process last knew it, without looking for news: what a
+    token read from the database now is cached under. A revocation announced after this
+    call is news to the next :func:`generation`, so that copy is not trusted again."""
+    return _generation
+
+
 def announce() -> None:
     """Tell every process that a token was revoked: the shared mark changes and the
     channel carries the news to every watch."""
