@@ -81,6 +81,15 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
 
 
 def _database_error(exc: DatabaseError | InterfaceError) -> Response:
+    if _cancelled_by_timeout(exc):
+        # The statement ran past DB_STATEMENT_TIMEOUT (a lock held elsewhere, a slow
+        # plan): rolled back, so the same request may succeed later.
+        logger.warning("database statement timed out")
+        return Response(
+            error_body("The database did not answer in time; retry later", "database_timeout"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+            headers={"Retry-After": _retry_after()},
+        )
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The database is away (restart, failover, too many connections): the client
         # keeps its events and retries; nothing was committed.
@@ -105,6 +114,12 @@ def _database_error(exc: DatabaseError | InterfaceError) -> Response:
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": _retry_after()},
     )
+
+
+def _cancelled_by_timeout(exc: DatabaseError | InterfaceError) -> bool:
+    """Whether PostgreSQL cancelled the statement for its statement_timeout (SQLSTATE
+    57014, query_canceled, which psycopg raises and Django wraps)."""
+    return getattr(exc.__cause__, "sqlstate", None) == "57014"
 
 
 def _drf_error_body(exc: Exception) -> dict[str, Any]:

@@ -188,6 +188,9 @@ def main() -> None:
     # and their settings read them.
     os.environ.setdefault("BROKER_CONNECT_TIMEOUT", "0.25")
     os.environ.setdefault("BROKER_SOCKET_TIMEOUT", "0.25")
+    # The request deadline: no statement of a request runs past 30 s (a request that
+    # waits that long on the database answers 503 and its thread is free again).
+    os.environ.setdefault("DB_STATEMENT_TIMEOUT", "30")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "sessionhub.settings")
     Server(**server_options()).serve()
 

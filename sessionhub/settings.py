@@ -152,6 +152,17 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 3)
+    # A statement still running after this many seconds is cancelled by PostgreSQL
+    # (its statement_timeout, sent as the connection opens): a request stuck behind a
+    # lock or a runaway query ends with a 503 and frees its thread. The web server's
+    # launcher sets 30 for its own processes (sessionhub/serve.py); 0 leaves the
+    # database's setting alone (the worker's and the commands' default).
+    _statement_timeout = env.float("DB_STATEMENT_TIMEOUT", default=0)
+    _startup_options = str(DATABASES["default"]["OPTIONS"].get("options", ""))
+    if _statement_timeout > 0 and "statement_timeout" not in _startup_options:
+        DATABASES["default"]["OPTIONS"]["options"] = (
+            f"{_startup_options} -c statement_timeout={round(_statement_timeout * 1000)}"
+        ).strip()
 else:
     DATABASES["default"].setdefault("OPTIONS", {})
     # SQLite: wait for the writer instead of failing at once; WAL lets readers go on.

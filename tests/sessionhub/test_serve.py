@@ -6,7 +6,11 @@ and in tests/lifecycle/test_outages.py."""
 from __future__ import annotations
 
 import io
+import json
 import logging
+import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -149,3 +153,75 @@ def test_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     assert options["workers_lifetime"] == 6 * 3600
     # A request head past 16 KB is refused by the server (431), never parsed by Django.
     assert options["http1_settings"].max_buffer_size == 16 * 1024
+
+
+def test_the_launcher_gives_its_processes_the_request_deadlines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import granian.server
+
+    seen: dict[str, str | None] = {}
+
+    class Server:
+        def __init__(self, **options: Any) -> None:
+            pass
+
+        def serve(self) -> None:
+            for name in ("DB_STATEMENT_TIMEOUT", "BROKER_SOCKET_TIMEOUT"):
+                seen[name] = os.environ.get(name)
+
+    for name in ("DB_STATEMENT_TIMEOUT", "BROKER_SOCKET_TIMEOUT", "BROKER_CONNECT_TIMEOUT"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(granian.server, "Server", Server)
+    serve.main()
+    assert seen == {"DB_STATEMENT_TIMEOUT": "30", "BROKER_SOCKET_TIMEOUT": "0.25"}
+    # An operator's own value is kept.
+    monkeypatch.setenv("DB_STATEMENT_TIMEOUT", "0")
+    serve.main()
+    assert seen["DB_STATEMENT_TIMEOUT"] == "0"
+
+
+def _database_options(**env: str) -> dict[str, Any]:
+    """The default database's OPTIONS as settings build them from this environment, in
+    a fresh interpreter (settings are read once per process)."""
+    code = (
+        "import json, django; from django.conf import settings; django.setup(); "
+        "print(json.dumps(settings.DATABASES['default']['OPTIONS']))"
+    )
+    clean = {k: v for k, v in os.environ.items() if k != "DB_STATEMENT_TIMEOUT"}
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        env={
+            **clean,
+            "DJANGO_SETTINGS_MODULE": "sessionhub.settings",
+            "SECRET_KEY": "x" * 50,
+            "DEBUG": "0",
+            **env,
+        },
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_the_statement_timeout_is_a_startup_option_of_postgresql_connections() -> None:
+    url = "postgres://u@db:5432/sessionhub"
+    assert _database_options(DATABASE_URL=url, DB_STATEMENT_TIMEOUT="2.5")["options"] == (
+        "-c statement_timeout=2500"
+    )
+    assert "options" not in _database_options(DATABASE_URL=url, DB_STATEMENT_TIMEOUT="0")
+    assert "options" not in _database_options(DATABASE_URL=url)  # off outside the web server
+    # Options the URL already gives are kept, and its own timeout wins.
+    with_path = url + "?options=-c%20search_path%3Dhub"
+    assert _database_options(DATABASE_URL=with_path, DB_STATEMENT_TIMEOUT="30")["options"] == (
+        "-c search_path=hub -c statement_timeout=30000"
+    )
+    own = url + "?options=-c%20statement_timeout%3D5000"
+    assert _database_options(DATABASE_URL=own, DB_STATEMENT_TIMEOUT="30")["options"] == (
+        "-c statement_timeout=5000"
+    )
+    # SQLite has no such option.
+    sqlite = _database_options(DATABASE_URL="sqlite:////tmp/x.sqlite3", DB_STATEMENT_TIMEOUT="30")
+    assert "options" not in sqlite
