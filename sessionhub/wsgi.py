@@ -82,8 +82,11 @@ class ApiHandler(WSGIHandler):
             super().load_middleware(is_async)
         finally:
             settings.MIDDLEWARE = everything
-        self._routes: dict[tuple[Any, str], ResolverMatch] = {}
         django: Any = self  # the handler's internals, which the stubs do not describe
+        self._routes: dict[tuple[Any, str], ResolverMatch] = {}
+        # A middleware's process_view gets a match's arguments, and could change them
+        # for every later request of the route: then nothing is kept.
+        self._keep_routes = not django._view_middleware
         self._built_chain = django._middleware_chain  # as Django nests it
         layers = _plain_layers(self._built_chain)
         if self.flatten and not is_async and layers is not None:
@@ -127,8 +130,10 @@ class ApiHandler(WSGIHandler):
         match = self._routes.get(key)
         if match is None:
             match = super().resolve_request(request)
-            if not match.args and not match.kwargs and "/" + match.route == key[1]:
-                self._routes[key] = match  # a fixed route: bounded by the URLconf
+            # A fixed route only: bounded by the URLconf.
+            fixed = not match.args and not match.kwargs and "/" + match.route == key[1]
+            if fixed and self._keep_routes:
+                self._routes[key] = match
             return match
         request.resolver_match = match
         return match

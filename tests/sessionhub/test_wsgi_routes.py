@@ -350,3 +350,20 @@ def test_only_fixed_routes_are_kept_resolved(token: str) -> None:
     match = handler._routes[next(iter(handler._routes))]
     assert match.url_name in {"events-ingest", "whoami"}
     assert match.namespace == "api"
+
+
+class _ViewHook(MiddlewareMixin):
+    """A layer that sees each view's arguments before the view runs."""
+
+    def process_view(self, request: Any, view: Any, args: Any, kwargs: Any) -> None:
+        return None  # it could change ``kwargs``: a kept match's would stay changed
+
+
+def test_with_a_view_hook_no_route_is_kept_resolved(token: str, settings: Any) -> None:
+    settings.API_MIDDLEWARE = [*django_settings.API_MIDDLEWARE, f"{__name__}._ViewHook"]
+    handler = ApiHandler()
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    for _ in range(3):
+        status, _, _ = _call("GET", "/api/v1/whoami", app=handler, **auth)
+        assert status == 200
+    assert handler._routes == {}
