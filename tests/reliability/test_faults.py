@@ -47,7 +47,6 @@ from .helpers import (
     TcpProxy,
     current_database_url,
     free_port,
-    needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
@@ -55,14 +54,11 @@ from .helpers import (
     web_as_deployed,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(autouse=True)
-def _real_services() -> None:
-    reason = needs_postgres_and_redis()
-    if reason:
-        pytest.skip(reason)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("real_services"),
+]
 
 
 @pytest.fixture

@@ -27,7 +27,6 @@ from tests.conftest import claude_code_hooks, secret_cases
 from .helpers import (
     Nginx,
     current_database_url,
-    needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
@@ -36,16 +35,13 @@ from .helpers import (
 )
 from .test_faults import celery_worker
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("real_services"),
+]
 
 PIECE = 12
-
-
-@pytest.fixture(autouse=True)
-def _real_services() -> None:
-    reason = needs_postgres_and_redis()
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture

@@ -22,24 +22,20 @@ from sessionhub.models import Team
 
 from .helpers import (
     current_database_url,
-    needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
     web_as_deployed,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("real_services"),
+]
 
 DEADLINE = 0.5
 SESSION = "3f6f1c2e-7d51-4a0b-9a57-deadline0001"
-
-
-@pytest.fixture(autouse=True)
-def _real_services() -> None:
-    reason = needs_postgres_and_redis()
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture

@@ -35,26 +35,22 @@ from .helpers import (
     REPO,
     Nginx,
     current_database_url,
-    needs_postgres_and_redis,
     redis_server,
     service_env,
     stop_process,
     web_as_deployed,
 )
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("real_services"),
+]
 
 STALLED = 200
 # Far below nginx's 10 s body timeout: an answer that waited for the stalled uploads to
 # be dropped would miss it. A liveness bound, not a latency figure.
 ANSWER_WITHIN = 5.0
-
-
-@pytest.fixture(autouse=True)
-def _real_services() -> None:
-    reason = needs_postgres_and_redis()
-    if reason:
-        pytest.skip(reason)
 
 
 @pytest.fixture
