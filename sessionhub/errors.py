@@ -117,8 +117,9 @@ def _database_error(exc: DatabaseError | InterfaceError) -> Response:
 
 
 def _cancelled_by_timeout(exc: DatabaseError | InterfaceError) -> bool:
-    """Whether PostgreSQL cancelled the statement for its statement_timeout (SQLSTATE
-    57014, query_canceled, which psycopg raises and Django wraps)."""
+    """Whether PostgreSQL cancelled the statement (SQLSTATE 57014, query_canceled, which
+    psycopg raises and Django wraps): its statement_timeout, or an operator's
+    ``pg_cancel_backend``; either way nothing was committed and a retry may succeed."""
     return getattr(exc.__cause__, "sqlstate", None) == "57014"
 
 
