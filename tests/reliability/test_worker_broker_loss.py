@@ -32,7 +32,6 @@ from sessionhub.models import Team
 from .helpers import RedisServer, current_database_url, service_env, stop_process, wait_until
 from .test_faults import (
     SlowLlm,
-    _real_services,  # noqa: F401  (autouse: skips without PostgreSQL and redis-server)
     assert_background_done,
     assert_stored_once,
     private_redis,  # noqa: F401  (fixture)
@@ -42,7 +41,11 @@ from .test_faults import (
 )
 from .test_faults import start as start_process
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("real_services"),
+]
 
 SESSIONS = 8
 STOPS = 3
