@@ -85,20 +85,12 @@ def _database_error(exc: DatabaseError | InterfaceError) -> Response:
         # The statement ran past DB_STATEMENT_TIMEOUT (a lock held elsewhere, a slow
         # plan): rolled back, so the same request may succeed later.
         logger.warning("database statement timed out")
-        return Response(
-            error_body("The database did not answer in time; retry later", "database_timeout"),
-            status=status.HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": _retry_after()},
-        )
+        return _retry_later("The database did not answer in time", "database_timeout")
     if isinstance(exc, (OperationalError, InterfaceError)):
         # The database is away (restart, failover, too many connections): the client
         # keeps its events and retries; nothing was committed.
         logger.warning("database unavailable: %s", exc.__class__.__name__)
-        return Response(
-            error_body("The database is unavailable; retry later", "database_unavailable"),
-            status=status.HTTP_503_SERVICE_UNAVAILABLE,
-            headers={"Retry-After": _retry_after()},
-        )
+        return _retry_later("The database is unavailable", "database_unavailable")
     if isinstance(exc, DataError):
         # SQLSTATE class 22: a value the client sent that the database cannot hold or
         # compare (a NUL in a filter, a time-zone offset past ±15:59). Retrying the same
@@ -109,8 +101,14 @@ def _database_error(exc: DatabaseError | InterfaceError) -> Response:
             status=status.HTTP_400_BAD_REQUEST,
         )
     logger.exception("database error")
+    return _retry_later("The request could not be stored", "database_error")
+
+
+def _retry_later(message: str, code: str) -> Response:
+    """A 503 in the one error shape, with the ``Retry-After`` a client waits before
+    sending the same request again (nothing of it was committed)."""
     return Response(
-        error_body("The request could not be stored; retry later", "database_error"),
+        error_body(f"{message}; retry later", code),
         status=status.HTTP_503_SERVICE_UNAVAILABLE,
         headers={"Retry-After": _retry_after()},
     )
