@@ -12,15 +12,19 @@ class SessionHubConfig(AppConfig):
 
     def ready(self) -> None:
         from django.contrib.auth import get_user_model
+        from django.db.backends.signals import connection_created
         from django.db.models.signals import post_save
 
         from . import schema  # noqa: F401 - registers the OpenAPI auth extension
+        from .db.lifetime import spread_expiry
         from .models import Team
         from .signals import on_user_or_team_saved
         from .text.redaction import set_identity_key
 
         post_save.connect(on_user_or_team_saved, sender=get_user_model(), dispatch_uid="su-team")
         post_save.connect(on_user_or_team_saved, sender=Team, dispatch_uid="su-team-team")
+        # Kept connections expire one by one, not all in the same second.
+        connection_created.connect(spread_expiry, dispatch_uid="su-spread-expiry")
         # Every process must hash identifiers alike (the redaction of an identifier that
         # holds a secret): the key comes from settings.
         configured = settings.SESSIONHUB.get("IDENTITY_KEY") or ""

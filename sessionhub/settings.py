@@ -147,7 +147,8 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'sessionhub.sqlite3'}")
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
-    # Persistent connections: the ingest path must not pay a connect per request.
+    # Persistent connections: the ingest path must not pay a connect per request. Each is
+    # kept for its own share of this, so threads reconnect one by one (db/lifetime.py).
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})
