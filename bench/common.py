@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import http.client
 import json
 import math
@@ -715,7 +716,7 @@ def _request_bytes(path: str, host: str, token: str, body: bytes) -> bytes:
 
 
 async def _open_loop(
-    base: str, path: str, token: str, rate: float, seconds: float, nonce: str
+    base: str, path: str, token: str, rate: float, seconds: float, nonce: str, ready: Any = None
 ) -> dict[str, Any]:
     host, port, _ = split_url(base)
     sids = session_ids(nonce)
@@ -751,15 +752,26 @@ async def _open_loop(
             failures[key] = failures.get(key, 0) + 1
 
     tasks = []
-    start = loop.time() + 0.05
-    for i in range(total):
-        due = start + i / rate
-        delay = due - loop.time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-        tasks.append(asyncio.ensure_future(one(i, due)))
-    await asyncio.gather(*tasks)
-    elapsed = loop.time() - start
+    if ready is not None:
+        ready.wait(timeout=120)  # the other measuring processes are up (below)
+    # The generator's own collector stays off for the minute: a full collection over
+    # the minute's finished requests paused its event loop for 45-63 ms (half-way and
+    # at the end), and every request due meanwhile was counted that much slower, in
+    # the same seconds of every run. What the minute leaves is collected after it.
+    gc.collect()
+    gc.disable()
+    try:
+        start = loop.time() + 0.05
+        for i in range(total):
+            due = start + i / rate
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            tasks.append(asyncio.ensure_future(one(i, due)))
+        await asyncio.gather(*tasks)
+        elapsed = loop.time() - start
+    finally:
+        gc.enable()
     return {
         "sent": total,
         "ok": len(latencies) - sum(v for k, v in failures.items() if k.startswith("http_")),
@@ -774,25 +786,44 @@ async def _open_loop(
 
 
 def open_loop_process(
-    base: str, path: str, token: str, rate: float, seconds: float, nonce: str, out: Any
+    base: str,
+    path: str,
+    token: str,
+    rate: float,
+    seconds: float,
+    nonce: str,
+    out: Any,
+    ready: Any = None,
 ) -> None:
-    """Entry point of the fixed-rate load process; puts its result on the ``out`` queue."""
-    out.put(asyncio.run(_open_loop(base, path, token, rate, seconds, nonce)))
+    """Entry point of the fixed-rate load process; puts its result on the ``out`` queue.
+
+    ``ready`` (a ``multiprocessing.Barrier``), when given, holds the first request back
+    until every process that measures alongside has started: a process that starts in
+    the measured minute (its interpreter and imports, a second of CPU on a small machine)
+    takes the cores from the server and shows up as its first second's slow requests."""
+    out.put(asyncio.run(_open_loop(base, path, token, rate, seconds, nonce, ready)))
 
 
 # --- the summary probe: session_end accepted -> summary stored ------------------------------
 
 
 def summary_probe_process(
-    base: str, token: str, dsn: str, seconds: float, every: float, nonce: str, out: Any
+    base: str,
+    token: str,
+    dsn: str,
+    seconds: float,
+    every: float,
+    nonce: str,
+    out: Any,
+    ready: Any = None,
 ) -> None:
     """Runs short Claude Code sessions while the load runs; for each, the time from its
-    SessionEnd being accepted to its summary row (built after the end) being visible."""
+    SessionEnd being accepted to its summary row (built after the end) being visible.
+    ``ready``: as for :func:`open_loop_process`, waited on once connected."""
     pending: dict[str, float] = {}
     done: dict[str, float] = {}
     errors: list[str] = []
     started: dict[str, float] = {}
-    t0 = time.monotonic()
     serial = 0
     conn = psycopg.connect(dsn, autocommit=True)
     query = (
@@ -801,6 +832,9 @@ def summary_probe_process(
         "WHERE se.external_id = ANY(%s) AND se.status = 'ended' "
         "AND su.events_seen >= se.event_count"
     )
+    if ready is not None:
+        ready.wait(timeout=120)
+    t0 = time.monotonic()
     next_start = t0
     next_end: list[tuple[float, str]] = []
     try:

@@ -569,9 +569,21 @@ class Bench:
         plan = self.plan
         nonce = secrets.token_hex(4)
         queue = self.mp.Queue()
+        # The load's first request waits until the probe is up too (and this process):
+        # neither starts its interpreter inside the measured minute.
+        ready = self.mp.Barrier(3)
         load = self.mp.Process(
             target=common.open_loop_process,
-            args=(self.base, HOOK_PATH, self.token, plan.rate, plan.fixed_seconds, nonce, queue),
+            args=(
+                self.base,
+                HOOK_PATH,
+                self.token,
+                plan.rate,
+                plan.fixed_seconds,
+                nonce,
+                queue,
+                ready,
+            ),
             daemon=True,
         )
         probe_queue = self.mp.Queue()
@@ -585,12 +597,14 @@ class Bench:
                 plan.probe_every,
                 secrets.token_hex(4),
                 probe_queue,
+                ready,
             ),
             daemon=True,
         )
         load.start()
         probe.start()
         try:
+            ready.wait(timeout=120)
             result = queue.get(timeout=plan.fixed_seconds + 120)
             probed = probe_queue.get(timeout=120)
         finally:
