@@ -798,9 +798,9 @@ def open_loop_process(
     """Entry point of the fixed-rate load process; puts its result on the ``out`` queue.
 
     ``ready`` (a ``multiprocessing.Barrier``), when given, holds the first request back
-    until every process that measures alongside has started: a process that starts in
-    the measured minute (its interpreter and imports, a second of CPU on a small machine)
-    takes the cores from the server and shows up as its first second's slow requests."""
+    until every process that measures alongside has started, so that no process's
+    start-up (its interpreter, imports and connections) shares the cores with the server
+    inside the measured minute."""
     out.put(asyncio.run(_open_loop(base, path, token, rate, seconds, nonce, ready)))
 
 

@@ -36,7 +36,7 @@ def test_each_kept_connection_gets_its_own_lifetime_within_the_max_age() -> None
             lifetimes.append(wrapper.close_at - time.monotonic())
     assert all(60 * SHORTEST_SHARE - 1 <= left <= 60 for left in lifetimes), lifetimes
     # Thirty connections opened together no longer expire together: spread over the
-    # half-period (a range under 10 s of 30 s has a chance of about 1 in 10^13).
+    # half-period (a range under 10 s of 30 s has a chance below 1 in 10^12).
     assert max(lifetimes) - min(lifetimes) > 10, lifetimes
 
 
