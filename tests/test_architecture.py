@@ -29,6 +29,7 @@ from tests.factories import (
     SessionFactory,
     session_with_story,
 )
+from tests.source import parse
 
 ROOT = Path(__file__).resolve().parents[1]
 APPS = ("sessionhub", "lifecycle", "memory", "dashboard")
@@ -68,7 +69,7 @@ def private_uses(module: str, is_package: bool, source: str) -> list[PrivateUse]
     """Every private name of another module that this module imports or reads as an
     attribute of a module it imported."""
     package = module if is_package else module.rpartition(".")[0]
-    tree = ast.parse(source)
+    tree = parse(source)
     modules: dict[str, str] = {}  # local name -> the module it is bound to
     uses: list[PrivateUse] = []
     for node in ast.walk(tree):
@@ -167,7 +168,7 @@ def test_lifecycle_imports_nothing_of_memory() -> None:
     """The read side lives in memory: lifecycle stays below it in the import graph."""
     found = []
     for path in sorted((ROOT / "lifecycle").rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
+        for node in ast.walk(parse(path.read_text())):
             names = (
                 [node.module or ""]
                 if isinstance(node, ast.ImportFrom)
@@ -182,7 +183,7 @@ def test_lifecycle_imports_nothing_of_memory() -> None:
 def test_the_dashboards_presenters_import_no_query_tools() -> None:
     source = (ROOT / "dashboard" / "presenters.py").read_text()
     found = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(parse(source)):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("django.db"):
             found.append(f"line {node.lineno}: from {node.module} import ...")
         if isinstance(node, ast.Attribute) and node.attr in {"objects", "_default_manager"}:

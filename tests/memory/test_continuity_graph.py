@@ -21,6 +21,7 @@ from memory.continuity import decide, render
 from memory.continuity.data import Features, Prior, knobs
 from memory.models import Pin
 from memory.relevance import SessionText
+from tests.source import parse
 
 ROOT = Path(__file__).resolve().parents[2]
 STAGES = ["data", "read", "decide", "render", "record"]
@@ -86,7 +87,7 @@ def runtime_imports(module: str) -> set[str]:
                 if isinstance(inner, list) and inner and isinstance(inner[0], ast.stmt):
                     visit(inner)
 
-    visit(ast.parse(path.read_text()).body)
+    visit(parse(path.read_text()).body)
     return found
 
 
