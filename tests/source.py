@@ -9,10 +9,11 @@ def parse(source: str) -> ast.Module:
     """``ast.parse``, tried once more when Python 3.11 reports a spurious "AST constructor
     recursion depth mismatch".
 
-    CPython 3.11 keeps that depth in state the whole interpreter shares, so another thread
-    running meanwhile (a test's server thread left finishing a request) can make a sound
-    parse fail with ``SystemError`` (python/cpython#106905). Each call starts the count
-    afresh, so the second try parses the same text as the first should have.
+    CPython 3.11 keeps that depth in state the whole interpreter shares, and now and then
+    fails a sound parse with ``SystemError`` (python/cpython#106905, reported from
+    threaded programs; seen once here, in a full run, with no cause in the parsed text).
+    Each call starts the count afresh, so the second try parses the same text as the
+    first should have.
     """
     try:
         return ast.parse(source)
