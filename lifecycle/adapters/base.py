@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,6 +56,24 @@ class NormalizedEvent:
 
 
 # --- small validators shared by the adapters --------------------------------------------
+
+
+KeyPath = tuple[str, ...]
+
+
+def first_present(payload: Any, paths: Sequence[KeyPath]) -> Any:
+    """The value at the first of these key paths that ``payload`` holds (a JSON null is
+    held), or None: how an adapter's ``TOOL_INPUT`` is read in Python, as
+    ``lifecycle.adapters.tool_input_sql`` reads it in the database."""
+    for path in paths:
+        value = payload
+        for key in path:
+            if not isinstance(value, dict) or key not in value:
+                break
+            value = value[key]
+        else:
+            return value
+    return None
 
 
 def require_dict(value: Any, name: str, *, optional: bool = False) -> dict[str, Any]:

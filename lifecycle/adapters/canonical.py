@@ -14,10 +14,12 @@ from sessionhub.text.tails import reasoning_from_text
 
 from .base import (
     EventInvalid,
+    KeyPath,
     NormalizedEvent,
     as_key,
     end_reason,
     event_identifier,
+    first_present,
     identifier,
     normalize_git_remote,
     opt_count,
@@ -60,9 +62,13 @@ _SOURCES = {Source.GENERIC, Source.CLAUDE_CODE, Source.OPENCLAW, Source.CODEX, S
 _FACT_LENGTHS = {"text": 10**6, "tool_name": 200, "model": 200}
 
 
+# Where a stored tool call's input lies (``first_present``): "input", else "params".
+TOOL_INPUT: tuple[KeyPath, ...] = (("input",), ("params",))
+
+
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     """A tool call's input and output in a canonical event's free-form payload."""
-    return payload.get("input", payload.get("params")), payload.get("output", payload.get("result"))
+    return first_present(payload, TOOL_INPUT), payload.get("output", payload.get("result"))
 
 
 def adapt(body: Any, *, now: datetime) -> NormalizedEvent:

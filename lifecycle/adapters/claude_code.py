@@ -20,11 +20,13 @@ from sessionhub.text.tails import reasoning_from_text
 
 from .base import (
     EventInvalid,
+    KeyPath,
     NormalizedEvent,
     as_key,
     derived_key,
     end_reason,
     event_identifier,
+    first_present,
     identifier,
     normalize_git_remote,
     opt_str,
@@ -121,9 +123,13 @@ def _compaction_agent(body: dict[str, Any]) -> bool:
     return isinstance(last, str) and "<summary>" in last
 
 
+# Where a stored tool call's input lies (``first_present``).
+TOOL_INPUT: tuple[KeyPath, ...] = (("tool_input",),)
+
+
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     """A tool call's input and output (or its error) as Claude Code's hook body has them."""
-    return payload.get("tool_input"), payload.get("tool_response", payload.get("error"))
+    return first_present(payload, TOOL_INPUT), payload.get("tool_response", payload.get("error"))
 
 
 # What ``adapt`` derives from the strings every event of a session repeats (its id, its

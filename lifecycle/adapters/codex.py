@@ -29,7 +29,7 @@ from typing import Any
 from lifecycle.models import EventKind, Source
 
 from . import cli_hooks
-from .base import NormalizedEvent, end_reason, opt_str
+from .base import KeyPath, NormalizedEvent, end_reason, first_present, opt_str
 
 _KINDS: dict[str, tuple[str, str]] = {
     "UserPromptSubmit": (EventKind.PROMPT, ""),
@@ -45,9 +45,13 @@ _KINDS: dict[str, tuple[str, str]] = {
 }
 
 
+# Where a stored tool call's input lies (``first_present``).
+TOOL_INPUT: tuple[KeyPath, ...] = (("tool_input",),)
+
+
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     """A tool call's input and output as Codex's hook body has them."""
-    return payload.get("tool_input"), payload.get("tool_response")
+    return first_present(payload, TOOL_INPUT), payload.get("tool_response")
 
 
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:

@@ -33,7 +33,7 @@ from typing import Any
 from lifecycle.models import EventKind, Source
 
 from . import cli_hooks
-from .base import NormalizedEvent, end_reason, opt_str
+from .base import KeyPath, NormalizedEvent, end_reason, first_present, opt_str
 
 _KINDS: dict[str, tuple[str, str]] = {
     "BeforeAgent": (EventKind.PROMPT, ""),
@@ -46,6 +46,10 @@ _KINDS: dict[str, tuple[str, str]] = {
 _MODEL_HOOKS = {"BeforeModel", "AfterModel", "BeforeToolSelection"}
 
 
+# Where a stored tool call's input lies (``first_present``).
+TOOL_INPUT: tuple[KeyPath, ...] = (("tool_input",),)
+
+
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     """A tool call's input and output (its error when it failed; else what the CLI showed
     the user, else what it gave the model)."""
@@ -54,8 +58,8 @@ def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
         for key in ("error", "returnDisplay", "llmContent"):
             value = response.get(key)
             if isinstance(value, str) and value.strip():
-                return payload.get("tool_input"), value
-    return payload.get("tool_input"), response
+                return first_present(payload, TOOL_INPUT), value
+    return first_present(payload, TOOL_INPUT), response
 
 
 def adapt(body: Any, *, gateway: str, now: datetime) -> NormalizedEvent:

@@ -31,11 +31,13 @@ from sessionhub.text.tails import reasoning_and_final, reasoning_from_text
 
 from .base import (
     EventInvalid,
+    KeyPath,
     NormalizedEvent,
     as_key,
     derive_event_id,
     end_reason,
     event_identifier,
+    first_present,
     identifier,
     opt_count,
     opt_str,
@@ -167,10 +169,16 @@ def turn_usage(messages: list[Any]) -> dict[str, Any] | None:
     return usage_facts(total)
 
 
+# Where a stored tool call's input lies (``first_present``).
+TOOL_INPUT: tuple[KeyPath, ...] = (("event", "params"),)
+
+
 def tool_io(payload: dict[str, Any]) -> tuple[Any, Any]:
     """A tool call's parameters and result (or error) as the plugin forwards them."""
-    inner = payload.get("event") or {}
-    return inner.get("params"), inner.get("result", inner.get("error"))
+    inner = payload.get("event")
+    if not isinstance(inner, dict):
+        inner = {}
+    return first_present(payload, TOOL_INPUT), inner.get("result", inner.get("error"))
 
 
 def adapt(body: Any, *, now: datetime, gateway: str = "") -> NormalizedEvent:
