@@ -42,7 +42,7 @@ from sessionhub.models import Team
 from ..adapters import NormalizedEvent
 from ..models import USER_TRIGGER, EventKind, LifecycleEvent, Session, SessionStatus
 from ..state import FOLD_FIELDS, FoldEvent, apply
-from .outbox import enqueue_session_work, settle_delay_after
+from .outbox import enqueue_session_work_soon, settle_delay_after
 from .results import ACCEPTED, DUPLICATE
 from .statements import INSERT_COLUMNS, event_row
 
@@ -169,7 +169,7 @@ def event_store_quiet(
         # As the general path does for an open session: its memory work waits for the
         # burst to settle, or a busy session for its pace. A newer mark tells a busy
         # worker to go round again.
-        enqueue_session_work([session_id], settle_delay_after(run_age))
+        enqueue_session_work_soon([session_id], settle_delay_after(run_age))
     return ACCEPTED, session_id
 
 

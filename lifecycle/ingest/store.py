@@ -22,7 +22,7 @@ from ..models import EventKind, Session
 from .chain import sessions_link
 from .fold import advance, session_refold
 from .identity import orphans_adopt, session_of, sessions_by_key, sessions_resolve
-from .outbox import enqueue_session_work, settle_delay
+from .outbox import enqueue_session_work_soon, settle_delay
 from .results import ACCEPTED, CONFLICT, DUPLICATE
 from .statements import event_row, insert_events, sessions_write
 
@@ -176,11 +176,11 @@ def _fold(
 
 def _queue_after_commit(ending: list[str], settling: dict[str, float]) -> None:
     if ending:
-        transaction.on_commit(lambda: enqueue_session_work(ending))
+        transaction.on_commit(lambda: enqueue_session_work_soon(ending))
     # An open session's events come in bursts (a tool call, its result, the next):
     # waiting a moment lets one run take in the whole burst.
     for session_pk, delay in settling.items():
-        transaction.on_commit(functools.partial(enqueue_session_work, [session_pk], delay))
+        transaction.on_commit(functools.partial(enqueue_session_work_soon, [session_pk], delay))
 
 
 def _conflicting(events: Sequence[NormalizedEvent]) -> set[int]:

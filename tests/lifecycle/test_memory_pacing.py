@@ -50,8 +50,8 @@ def queued(monkeypatch: pytest.MonkeyPatch) -> list[tuple[list[str], float]]:
         calls.append((list(ids), countdown))
         return len(calls)
 
-    monkeypatch.setattr(store, "enqueue_session_work", record)
-    monkeypatch.setattr(quick, "enqueue_session_work", record)
+    monkeypatch.setattr(store, "enqueue_session_work_soon", record)
+    monkeypatch.setattr(quick, "enqueue_session_work_soon", record)
     return calls
 
 

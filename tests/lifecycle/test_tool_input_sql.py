@@ -92,8 +92,8 @@ _LEAVES = (
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**63 - 1)
     | st.floats(allow_nan=False, allow_infinity=False)
-    # PostgreSQL's jsonb holds no NUL character (ingestion refuses one).
-    | st.text(st.characters(exclude_characters="\x00"), max_size=20)
+    # PostgreSQL's jsonb holds no NUL character and no lone surrogate (ingestion refuses both).
+    | st.text(st.characters(exclude_characters="\x00", exclude_categories=("Cs",)), max_size=20)
 )
 _JSON = st.recursive(
     _LEAVES,
