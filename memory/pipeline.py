@@ -233,7 +233,7 @@ def _texts(session: Session) -> dict[str, Any]:
     # The JSON columns as text, decoded below (``_decoded``): a long session's window is
     # thousands of events, read again after each of its turns. Of a payload only a tool
     # call's input is read: its output is most of the payload's bytes and no feature
-    # needs it (a 5,000-event window's read cost PostgreSQL 72-83 ms whole, 19-27 ms so).
+    # needs it (a 5,000-event window's read cost PostgreSQL 62-91 ms whole, 16-27 ms so).
     columns = (
         "id",
         "kind",

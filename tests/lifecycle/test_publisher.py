@@ -97,6 +97,7 @@ def test_past_the_limit_work_is_left_to_the_outbox_sweep(
         publisher.submit([f"s-{n}"], 0)
     assert publisher._queue.qsize() == 3
     assert "left to the outbox sweep" in caplog.text
+    assert not publisher.flush(0.2)  # not even room for the flush's own marker
     release.set()
     assert publisher.flush(5.0)
 
