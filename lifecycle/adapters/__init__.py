@@ -44,11 +44,11 @@ _TOOL_INPUT: dict[str, tuple[KeyPath, ...]] = {
 }
 
 
-def tool_input_sql(payload: str = "payload", source: str = "source") -> Expression:
+def tool_input_sql() -> Expression:
     """:func:`tool_io`'s input of a stored tool-use event, read by the database: its JSON
     text (or SQL NULL when there is none), for a query over many events that needs their
     inputs and not their outputs, which are most of a payload's bytes."""
-    column = F(payload)
+    column = F("payload")
 
     def first_present(paths: tuple[KeyPath, ...]) -> Expression:
         *earlier, last = paths
@@ -60,6 +60,6 @@ def tool_input_sql(payload: str = "payload", source: str = "source") -> Expressi
         )
 
     return Case(
-        *[When(**{source: name}, then=first_present(paths)) for name, paths in _TOOL_INPUT.items()],
+        *[When(source=name, then=first_present(paths)) for name, paths in _TOOL_INPUT.items()],
         default=first_present(canonical.TOOL_INPUT),
     )
