@@ -168,7 +168,9 @@ def server_options() -> dict[str, Any]:
         "port": int(port),
         "workers": _int("SESSIONHUB_WEB_WORKERS", multiprocessing.cpu_count() + 1),
         "blocking_threads": _int("SESSIONHUB_WEB_THREADS", 4),
-        # A request head past 16 KB is refused before it reaches Django.
+        # A request head past 16 KB is refused before it reaches Django. The head's 10 s
+        # also bound a kept-alive connection's wait for its next request: deploy/nginx.conf
+        # keeps its idle upstream connections for less (tests/reliability/test_slow_clients).
         "http1_settings": HTTP1Settings(max_buffer_size=16 * 1024, header_read_timeout=10_000),
         "websockets": False,
         "respawn_failed_workers": True,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
@@ -54,16 +55,15 @@ def logged_stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
             LOG_LEVEL="INFO",
         )
         logs = {name: tmp_path / f"{name}.log" for name in ("web", "nginx", "worker")}
-        web, web_port = web_as_deployed(env, logs["web"], workers=2)
-        front = Nginx(web_port, logs["nginx"])
-        worker = celery_worker(env, logs["worker"])
-        try:
+        with ExitStack() as started:  # whatever started is stopped, whatever failed after
+            web, web_port = web_as_deployed(env, logs["web"], workers=2)
+            started.callback(stop_process, web)
+            worker = celery_worker(env, logs["worker"])
+            started.callback(stop_process, worker)
+            front = Nginx(web_port, logs["nginx"])
+            started.callback(front.close)
             front.start()
             yield {"url": front.url, "logs": logs}
-        finally:
-            front.close()
-            stop_process(worker)
-            stop_process(web)
 
 
 def pieces(secret: str) -> set[str]:

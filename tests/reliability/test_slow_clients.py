@@ -19,6 +19,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -69,14 +70,19 @@ def stack(tmp_path: Path) -> Iterator[dict[str, Any]]:
             check=True,
             timeout=300,
         )
-        web, web_port = web_as_deployed(env, tmp_path / "web.log", workers=2)
-        front = Nginx(web_port, tmp_path / "nginx.log")
-        try:
+        with ExitStack() as started:  # whatever started is stopped, whatever failed after
+            web, web_port = web_as_deployed(env, tmp_path / "web.log", workers=2)
+            started.callback(stop_process, web)
+            front = Nginx(web_port, tmp_path / "nginx.log")
+            started.callback(front.close)
             front.start()
-            yield {"url": front.url, "port": front.port, "web": web, "nginx": front}
-        finally:
-            front.close()
-            stop_process(web)
+            yield {
+                "url": front.url,
+                "port": front.port,
+                "web": web,
+                "web_port": web_port,
+                "nginx": front,
+            }
 
 
 def _event(n: int) -> dict[str, Any]:
@@ -225,6 +231,38 @@ def test_a_dashboard_login_works_through_the_front(stack: dict[str, Any]) -> Non
             timeout=10,
         )
     assert answer.status_code == 302, answer.text[:500]
+
+
+def _in_time_wait(port: int) -> set[tuple[int, int]]:
+    """(local, remote) ports of the machine's IPv4 TCP sockets in TIME_WAIT at either end
+    of ``port``. The side that closed a connection first is the one left in TIME_WAIT."""
+    found = set()
+    for row in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = row.split()
+        if fields[3] != "06":  # TIME_WAIT
+            continue
+        local, remote = (int(address.rsplit(":", 1)[1], 16) for address in fields[1:3])
+        if port in (local, remote):
+            found.add((local, remote))
+    return found
+
+
+def test_nginx_lets_go_of_an_idle_upstream_connection_before_the_web_server_does(
+    stack: dict[str, Any],
+) -> None:
+    """The web server closes a kept-alive connection after 10 s without a request (its
+    header-read timeout). nginx keeps its upstream connections for reuse: one it reused
+    just as the server closed it would lose the request it carried, and nginx does not
+    retry a POST, so the client would get a 502. nginx must close first."""
+    web_port = stack["web_port"]
+    before = _in_time_wait(web_port)
+    with requests.Session() as http:
+        assert http.get(f"{stack['url']}/healthz", timeout=10).status_code == 200
+    time.sleep(12)  # past both sides' idle limits
+    closed = _in_time_wait(web_port) - before
+    assert closed, "the upstream connection nginx kept is neither closed nor reused"
+    # nginx's end (an ephemeral port, the web server's as remote) closed it.
+    assert {remote for _local, remote in closed} == {web_port}, closed
 
 
 # --- honest size answers (issue 33) -----------------------------------------------------------
