@@ -119,6 +119,71 @@ def with_access_log(app: Callable[..., Iterable[bytes]]) -> Callable[..., Any]:
     return application
 
 
+def closing_after_unread_bodies(app: Callable[..., Iterable[bytes]]) -> Callable[..., Any]:
+    """``Connection: close`` on an answer given before the request's body was all read.
+
+    A refusal (401, 403, 406, 413, 429) answers without reading the body. The server then
+    closes the connection after the answer, as the unread rest would be taken for the next
+    request, but the answer did not say so: a client that kept the connection sent its
+    next request down it and got no answer (measured: a body sent 1 ms after its head,
+    every time). Saying it lets the client open a new connection instead. The rest of the
+    body is not read to keep the connection: a client that never sent it would hold a
+    request thread for as long as it liked (the server gives a body no deadline).
+    """
+
+    def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        declared = environ.get("CONTENT_LENGTH") or ""
+        chunked = not declared and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
+        if not chunked and declared in ("", "0"):
+            return app(environ, start_response)
+        body = _CountedInput(environ["wsgi.input"])
+        environ["wsgi.input"] = body
+
+        def answer(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
+            read_all = body.ended if chunked else body.taken >= _length(declared)
+            if not read_all:
+                headers = [*headers, ("Connection", "close")]
+            return start_response(status, headers, exc_info)
+
+        return app(environ, answer)
+
+    return application
+
+
+def _length(declared: str) -> int:
+    try:
+        return int(declared)
+    except ValueError:
+        return 0
+
+
+class _CountedInput:
+    """A request's ``wsgi.input`` that counts what was read from it, and whether a read
+    met its end (fewer bytes than asked for)."""
+
+    __slots__ = ("_stream", "ended", "taken")
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self.taken = 0
+        self.ended = False
+
+    def read(self, size: int | None = -1, /) -> bytes:
+        data: bytes = self._stream.read(size)
+        self._took(data, size)
+        return data
+
+    def readline(self, size: int | None = -1, /) -> bytes:
+        data: bytes = self._stream.readline(size)
+        self._took(data, size)
+        return data
+
+    def _took(self, data: bytes, size: int | None) -> None:
+        self.taken += len(data)
+        if not data or size is None or size < 0 or len(data) < size:
+            self.ended = True
+
+
 def worker_application() -> Callable[..., Any]:
     """The application one server process runs (Granian calls this once per process)."""
     from sessionhub.wsgi import application
@@ -134,8 +199,9 @@ def worker_application() -> Callable[..., Any]:
 
 
 def wrapped(app: Callable[..., Any], environment: Mapping[str, str]) -> Callable[..., Any]:
-    """``app`` as the server runs it: the process's environment kept out of requests, and
-    the access log when ``SESSIONHUB_ACCESS_LOG`` names a file (``-``: standard output)."""
+    """``app`` as the server runs it: the process's environment kept out of requests, an
+    answer given before the body was read closing the connection, and the access log when
+    ``SESSIONHUB_ACCESS_LOG`` names a file (``-``: standard output)."""
     log = environment.get("SESSIONHUB_ACCESS_LOG", "")
     if log:
         handler = logging.StreamHandler(sys.stdout) if log == "-" else logging.FileHandler(log)
@@ -144,7 +210,7 @@ def wrapped(app: Callable[..., Any], environment: Mapping[str, str]) -> Callable
         access_logger.setLevel(logging.INFO)
         access_logger.propagate = False
         app = with_access_log(app)
-    return without_process_environment(app, dict(environment))
+    return without_process_environment(closing_after_unread_bodies(app), dict(environment))
 
 
 def _int(name: str, default: int) -> int:

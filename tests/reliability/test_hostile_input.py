@@ -917,6 +917,84 @@ def test_over_the_web_server_oversize_and_chunked_bodies_store_nothing(
         stop_process(server)
 
 
+def _answer(sock: socket.socket) -> tuple[int, dict[str, str]]:
+    """One answer read off a kept-alive connection: its status and headers (lowercase
+    names); (0, {}) when the server closed the connection instead."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return 0, {}
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = {
+        name.strip().lower(): value.strip()
+        for name, _, value in (line.partition(":") for line in lines[1:])
+    }
+    while len(rest) < int(headers.get("content-length", "0")):
+        chunk = sock.recv(65536)
+        if not chunk:
+            break
+        rest += chunk
+    return int(lines[0].split()[1]), headers
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_answer_given_before_the_body_was_read_says_the_connection_closes(
+    team: Team, make_token: Any, tmp_path: Any
+) -> None:
+    """Production's server closes a connection after an answer given before the request's
+    body was read (every refusal: 401, 403, 406...). The answer must say so: before, it
+    did not, and a client that sent its next request down the same connection got no
+    answer at all. Here each body follows its head 50 ms later, as a client's second
+    packet can under load; an answer that read the whole body keeps the connection."""
+    import time
+
+    from .helpers import current_database_url, service_env, stop_process, web_as_deployed
+
+    _, good = make_token(team)
+    _, read_only = make_token(team, scopes=("read",), name="read-only")
+    env = service_env(DATABASE_URL=current_database_url(), REDIS_URL="")
+    server, port = web_as_deployed(env, tmp_path / "web.log", workers=1)
+
+    def head(token: str, length: int, extra: str = "") -> bytes:
+        return (
+            "POST /api/v1/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {length}\r\n{extra}\r\n"
+        ).encode()
+
+    body = json.dumps(CANONICAL).encode()
+    refusals = {
+        401: head("not-a-token", len(body)),
+        403: head(read_only, len(body)),
+        406: head(good, len(body), "Accept: text/html\r\n"),
+    }
+    try:
+        for status, request_head in refusals.items():
+            with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+                sock.sendall(request_head)
+                time.sleep(0.05)
+                sock.sendall(body)
+                answered, headers = _answer(sock)
+                assert answered == status, (status, headers)
+                assert headers.get("connection") == "close", (status, headers)
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            for n in range(3):
+                event = json.dumps({**CANONICAL, "event_id": f"kept-{n}"}).encode()
+                sock.sendall(head(good, len(event)))
+                time.sleep(0.05)
+                sock.sendall(event)
+                answered, headers = _answer(sock)
+                assert answered == 200 and "connection" not in headers, headers
+    finally:
+        stop_process(server)
+    assert LifecycleEvent.objects.filter(event_id__startswith="kept-").count() == 3
+    assert LifecycleEvent.objects.count() == 3
+
+
 def sys_executable() -> str:
     import sys
 

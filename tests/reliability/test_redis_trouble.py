@@ -199,24 +199,21 @@ class Load:
         self.log = log
         self.sent = 0
         self.stored: list[str] = []
-        self.dropped: list[str] = []  # what the server said when a connection went unanswered
         self.http = requests.Session()
 
     def post(self, token: str, event: dict[str, Any]) -> requests.Response:
-        """One event; sent again, as every gateway does, if the connection went unanswered
-        (the same ``event_id``: stored once whichever copy arrives)."""
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        for attempt in (1, 2):
-            try:
-                return self.http.post(
-                    f"{self.url}/api/v1/events", data=json.dumps(event), headers=headers, timeout=30
-                )
-            except requests.ConnectionError as error:
-                tail = self.log.read_text(errors="replace")[-3000:]
-                self.dropped.append(f"{error!r} after {self.sent} events; the server said:\n{tail}")
-                if attempt == 2:
-                    raise AssertionError("\n\n".join(self.dropped)) from error
-        raise AssertionError("unreachable")
+        try:
+            return self.http.post(
+                f"{self.url}/api/v1/events", data=json.dumps(event), headers=headers, timeout=30
+            )
+        except requests.ConnectionError as error:
+            # Before: a 429 answered before its body arrived left the connection to be
+            # closed without saying so, and the next event on it went unanswered.
+            tail = self.log.read_text(errors="replace")[-3000:]
+            raise AssertionError(
+                f"{error!r} after {self.sent} events; the server said:\n{tail}"
+            ) from error
 
     def run(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
@@ -281,9 +278,6 @@ def test_redis_hung_then_down_under_load(stack: dict[str, Any]) -> None:
     text = stack["log"].read_text(errors="replace")
     assert "Traceback" not in text
     assert "Unexpected exit" not in text, text  # the server's process never died
-    # A connection the server dropped unanswered was sent again; more than one is a fault.
-    print(f"{len(load.dropped)} unanswered", *load.dropped, sep="\n")
-    assert len(load.dropped) <= 1, load.dropped
     lines = [line for line in text.splitlines() if "sessionhub.redis" in line]
     counts = {cause: sum(bool(p.search(line)) for line in lines) for cause, p in CAUSES.items()}
     allowed = math.ceil(elapsed / 10) + 1

@@ -225,3 +225,78 @@ def test_the_statement_timeout_is_a_startup_option_of_postgresql_connections() -
     # SQLite has no such option.
     sqlite = _database_options(DATABASE_URL="sqlite:////tmp/x.sqlite3", DB_STATEMENT_TIMEOUT="30")
     assert "options" not in sqlite
+
+
+# --- an answer given before the body was read ----------------------------------------------
+
+
+def _reading(amount: int | None, *, size: int = -1) -> Any:
+    """An application that reads ``amount`` bytes of the body (None: reads until the end,
+    ``size`` at a time) and answers 200."""
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        stream = environ["wsgi.input"]
+        if amount is None:
+            while stream.read(size):
+                pass
+        elif amount:
+            stream.read(amount)
+        start_response("200 OK", [("Content-Length", "0")])
+        return [b""]
+
+    return app
+
+
+def _answer_headers(app: Any, body: bytes, **environ: Any) -> list[tuple[str, str]]:
+    answered: list[list[tuple[str, str]]] = []
+    request = {"wsgi.input": io.BytesIO(body), **environ}
+    b"".join(app(request, lambda status, headers, exc_info=None: answered.append(headers)))
+    return answered[0]
+
+
+CLOSE = ("Connection", "close")
+
+
+@pytest.mark.parametrize(
+    ("amount", "closes"),
+    [(0, True), (5, True), (10, False), (None, False)],
+    ids=["nothing read", "part read", "all read", "read to the end"],
+)
+def test_an_answer_before_the_whole_declared_body_was_read_closes_the_connection(
+    amount: int | None, closes: bool
+) -> None:
+    app = serve.closing_after_unread_bodies(_reading(amount))
+    headers = _answer_headers(app, b"0123456789", CONTENT_LENGTH="10")
+    assert (CLOSE in headers) is closes
+    assert headers[0] == ("Content-Length", "0")  # the application's own headers stay
+
+
+@pytest.mark.parametrize(
+    ("amount", "size", "closes"),
+    [(0, -1, True), (4, -1, True), (None, 4, False), (None, -1, False)],
+    ids=["nothing read", "part read", "read in pieces to the end", "read whole"],
+)
+def test_a_chunked_body_counts_as_read_once_a_read_came_back_short(
+    amount: int | None, size: int, closes: bool
+) -> None:
+    app = serve.closing_after_unread_bodies(_reading(amount, size=size))
+    headers = _answer_headers(app, b"0123456789", HTTP_TRANSFER_ENCODING="chunked")
+    assert (CLOSE in headers) is closes
+
+
+def test_a_request_without_a_body_is_left_alone() -> None:
+    seen, recorder = _recorder()
+    app = serve.closing_after_unread_bodies(recorder)
+    stream = io.BytesIO(b"")
+    for declared in ({}, {"CONTENT_LENGTH": ""}, {"CONTENT_LENGTH": "0"}):
+        headers = _answer_headers(app, b"", **declared)
+        assert CLOSE not in headers
+    b"".join(app({"wsgi.input": stream}, lambda *args: None))
+    assert seen[-1]["wsgi.input"] is stream  # not even wrapped
+
+
+def test_the_server_runs_the_application_closing_after_unread_bodies() -> None:
+    app = serve.wrapped(_reading(0), {})
+    assert CLOSE in _answer_headers(app, b"{}", CONTENT_LENGTH="2")
+    app = serve.wrapped(_reading(None), {})
+    assert CLOSE not in _answer_headers(app, b"{}", CONTENT_LENGTH="2")
