@@ -134,13 +134,14 @@ def closing_after_unread_bodies(app: Callable[..., Iterable[bytes]]) -> Callable
     def application(environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         declared = environ.get("CONTENT_LENGTH") or ""
         chunked = not declared and "chunked" in environ.get("HTTP_TRANSFER_ENCODING", "").lower()
-        if not chunked and declared in ("", "0"):
+        length = _length(declared)
+        if not chunked and length <= 0:
             return app(environ, start_response)
         body = _CountedInput(environ["wsgi.input"])
         environ["wsgi.input"] = body
 
         def answer(status: str, headers: list[tuple[str, str]], exc_info: Any = None) -> Any:
-            read_all = body.ended if chunked else body.taken >= _length(declared)
+            read_all = body.ended if chunked else body.taken >= length
             if not read_all:
                 headers = [*headers, ("Connection", "close")]
             return start_response(status, headers, exc_info)

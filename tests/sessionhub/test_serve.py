@@ -284,15 +284,20 @@ def test_a_chunked_body_counts_as_read_once_a_read_came_back_short(
     assert (CLOSE in headers) is closes
 
 
-def test_a_request_without_a_body_is_left_alone() -> None:
+@pytest.mark.parametrize(
+    "declared",
+    [{}, {"CONTENT_LENGTH": ""}, {"CONTENT_LENGTH": "0"}, {"CONTENT_LENGTH": "ten"}],
+    ids=["no length", "empty length", "zero", "not a number"],
+)
+def test_a_request_without_a_body_is_left_alone(declared: dict[str, str]) -> None:
     seen, recorder = _recorder()
     app = serve.closing_after_unread_bodies(recorder)
     stream = io.BytesIO(b"")
-    for declared in ({}, {"CONTENT_LENGTH": ""}, {"CONTENT_LENGTH": "0"}):
-        headers = _answer_headers(app, b"", **declared)
-        assert CLOSE not in headers
-    b"".join(app({"wsgi.input": stream}, lambda *args: None))
-    assert seen[-1]["wsgi.input"] is stream  # not even wrapped
+    answered: list[list[tuple[str, str]]] = []
+    request = {"wsgi.input": stream, **declared}
+    b"".join(app(request, lambda status, headers, exc_info=None: answered.append(headers)))
+    assert seen[0]["wsgi.input"] is stream  # not even wrapped
+    assert CLOSE not in answered[0]
 
 
 def test_the_server_runs_the_application_closing_after_unread_bodies() -> None:
