@@ -150,6 +150,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # Persistent connections: the ingest path must not pay a connect per request. Each is
     # kept for its own share of this, so threads reconnect one by one (db/lifetime.py).
     DATABASES["default"]["CONN_MAX_AGE"] = env.int("DB_CONN_MAX_AGE", default=60)
+    # Checked at each request's first query; a connection in use moments ago that shows
+    # nothing wrong is checked without a round trip (sessionhub/db/postgresql/base.py).
+    DATABASES["default"]["ENGINE"] = "sessionhub.db.postgresql"
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
     DATABASES["default"].setdefault("OPTIONS", {})
     DATABASES["default"]["OPTIONS"].setdefault("connect_timeout", 3)

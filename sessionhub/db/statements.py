@@ -75,6 +75,10 @@ def server_bound_cursor(*, prepared: bool = False) -> Any:
     ``SESSIONHUB_PREPARED_STATEMENTS`` is off. Typed ``Any``: the stubs know Django's
     cursor and plain parameters, not a psycopg cursor and its adapters.
     """
+    # Django's per-request health check, which only its own cursors run: without it a
+    # connection that broke while idle would fail the hot path's first statement
+    # (a round trip only for a connection idle a while: sessionhub/db/postgresql).
+    connection.close_if_health_check_failed()
     connection.ensure_connection()
     prepare = prepared and settings.SESSIONHUB["PREPARED_STATEMENTS"]
     if prepare and connection.connection.prepare_threshold is None:
