@@ -256,6 +256,20 @@ class Session(models.Model):
             models.Index(
                 fields=["memory_dirty"], name="session_marked", condition=Q(memory_dirty=True)
             ),
+            # The chain's lookups at a session's start and end (lifecycle/ingest/chain.py):
+            # the session that names this one as its successor, the stored sessions that
+            # name this one as where they resumed from. Without them each start read every
+            # session of the team. Only the few sessions that name one take an entry.
+            models.Index(
+                fields=["team", "source", "successor_external_id"],
+                name="session_successor_named",
+                condition=~Q(successor_external_id=""),
+            ),
+            models.Index(
+                fields=["team", "source", "previous_external_id"],
+                name="session_previous_named",
+                condition=~Q(previous_external_id=""),
+            ),
         ]
 
     def __str__(self) -> str:
