@@ -811,6 +811,7 @@ def summary_probe_process(
     base: str,
     token: str,
     dsn: str,
+    team_id: int,
     seconds: float,
     every: float,
     nonce: str,
@@ -819,7 +820,11 @@ def summary_probe_process(
 ) -> None:
     """Runs short Claude Code sessions while the load runs; for each, the time from its
     SessionEnd being accepted to its summary row (built after the end) being visible.
-    ``ready``: as for :func:`open_loop_process`, waited on once connected."""
+    ``ready``: as for :func:`open_loop_process`, waited on once connected. Its poll of
+    the database names the sessions by their full key (team, source, id), so it reads
+    them by index: by id alone it read every session of the table, 10 ms apart, while
+    the load ran (after the continuity seed, 100,000 of them: tens of ms of the
+    database's CPU a poll, counted against the server's latency)."""
     pending: dict[str, float] = {}
     done: dict[str, float] = {}
     errors: list[str] = []
@@ -829,7 +834,8 @@ def summary_probe_process(
     query = (
         "SELECT se.external_id, extract(epoch FROM su.updated_at) FROM lifecycle_session se "
         "JOIN memory_summary su ON su.session_id = se.id "
-        "WHERE se.external_id = ANY(%s) AND se.status = 'ended' "
+        "WHERE se.team_id = %s AND se.source = 'claude-code' AND se.external_id = ANY(%s) "
+        "AND se.status = 'ended' "
         "AND su.events_seen >= se.event_count"
     )
     if ready is not None:
@@ -861,7 +867,7 @@ def summary_probe_process(
                     else:
                         pending[sid] = time.monotonic()
             if pending:
-                for sid, _updated in conn.execute(query, [list(pending)]).fetchall():
+                for sid, _updated in conn.execute(query, [team_id, list(pending)]).fetchall():
                     done[sid] = time.monotonic() - pending.pop(sid)
             if not running and not next_end:
                 waited = time.monotonic() - t0 - seconds

@@ -593,6 +593,7 @@ class Bench:
                 self.base,
                 self.token,
                 self.dsn,
+                self.team_id,
                 plan.fixed_seconds,
                 plan.probe_every,
                 secrets.token_hex(4),
