@@ -286,9 +286,13 @@ def _wsgi_round(requests: int, profile_out: Path | None) -> None:
     # The PostgreSQL backend that served the round (the same connection throughout:
     # Django keeps it between requests): its own CPU, without the WAL writer's and the
     # checkpointer's, which make bench/run.py counts as PostgreSQL's too.
-    backend_ms = (_process_cpu_seconds(backend) - backend_before) * 1000 / len(cpu)
-    if connection.connection.info.backend_pid != backend:
-        backend_ms = float("nan")  # the connection was replaced mid-round
+    kept = connection.connection
+    if kept is None or kept.info.backend_pid != backend:
+        # The connection was replaced mid-round (a round under valgrind outlives the
+        # connection's lifetime): its backend has exited and took its counters with it.
+        backend_ms = float("nan")
+    else:
+        backend_ms = (_process_cpu_seconds(backend) - backend_before) * 1000 / len(cpu)
     if profiler is not None:
         profiler.disable()
         profiler.dump_stats(str(profile_out))
