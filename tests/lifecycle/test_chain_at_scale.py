@@ -49,8 +49,9 @@ def _event(kind: str, minute: int, sid: str, **extra: Any) -> dict[str, Any]:
     }
 
 
-def _seed(team: Team) -> None:
-    """The team's past: thousands of ended sessions of the agent, a few of them linked."""
+def _seed(team: Team, source: str = "generic") -> None:
+    """The team's past: thousands of ended sessions of one gateway, a few of them linked
+    (of the gateway under test: another's sessions an index on the source skips)."""
     _deliver(team, _event("session_start", 0, "first"))
     agent_id = Session.objects.get(team=team, external_id="first").agent_id
     ended = T0 - timedelta(days=1)
@@ -58,7 +59,7 @@ def _seed(team: Team) -> None:
         Session(
             team=team,
             agent_id=agent_id,
-            source="generic",
+            source=source,
             external_id=f"old-{i}",
             session_key=f"key-old-{i}",
             status=SessionStatus.ENDED,
@@ -105,3 +106,29 @@ def test_a_start_an_end_naming_a_successor_and_a_resume_read_no_whole_session_ta
     assert linked.previous_session == Session.objects.get(team=team, external_id="new")
     resumed = Session.objects.get(team=team, external_id="later")
     assert resumed.previous_session == Session.objects.get(team=team, external_id="old-7")
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "scenario"),
+    [
+        ("claude-code", "clear"),
+        ("claude-code", "compact"),
+        ("openclaw", "reset"),
+        ("openclaw", "restart"),
+    ],
+)
+def test_the_gateways_sessions_read_no_whole_session_table(
+    team: Team, api: Any, endpoint: str, scenario: str
+) -> None:
+    """Each gateway's recorded sessions, replayed hook by hook through the API on top of
+    a long past: starts, /clear, compaction, resets and restarts, with the preambles
+    their starts are handed."""
+    from tests.conftest import claude_code_hooks, openclaw_hooks
+
+    _seed(team, source=endpoint)
+    hooks = claude_code_hooks(scenario) if endpoint == "claude-code" else openclaw_hooks(scenario)
+    with CaptureQueriesContext(connection) as captured:
+        for hook in hooks:
+            answer = api.post(f"/api/v1/hooks/{endpoint}", hook, format="json")
+            assert answer.status_code == 200, answer.content
+    assert _scans_of_sessions(captured.captured_queries) == []
