@@ -378,6 +378,16 @@ class Measure:
                 hook(busy_new(i), "SessionStart", source="startup", cwd=BUSY_PROJECT),
             )
 
+        def start_and_end(i: int) -> None:
+            # A short session of its own: its start looks up the chain (the session that
+            # names it as successor, those naming it as where they resumed from), its end
+            # closes it.
+            short = f"scale-short-{self.level}-{i}"
+            w.post("/api/v1/hooks/claude-code", hook(short, "SessionStart", source="startup"))
+            w.post(
+                "/api/v1/hooks/claude-code", hook(short, "SessionEnd", reason="prompt_input_exit")
+            )
+
         def page(url: str) -> Callable[[int], None]:
             def get(_: int) -> None:
                 response = self.web.get(url)
@@ -391,6 +401,7 @@ class Measure:
         for name, fn in (
             ("single-event ingest", single),
             ("batch of 100", batch),
+            ("a session's start and end (two requests)", start_and_end),
             ("session list", page("/sessions/")),
             ("session page", page(f"/sessions/{w.detail}/")),
             ("continuity", continuity),
