@@ -14,6 +14,8 @@ Django's test client against that database:
 
 * single-event ingest: a Claude Code ``PostToolUse`` posted to the hook endpoint;
 * batch ingest: 100 of them in one request (events/s);
+* a session's start and end: a new session's ``SessionStart`` (the chain's lookups, its
+  preamble) and its ``SessionEnd``, two requests;
 * continuity: ``POST /api/v1/continuity`` for a new session of an agent whose completed
   sessions grew with the tables (features and summaries seeded for them);
 * the dashboard's session list and a session page (a session of 500 events, the same at
