@@ -3,9 +3,9 @@ connection that plainly works.
 
 With ``CONN_HEALTH_CHECKS`` on, Django checks a kept connection at the first query of
 every request by sending ``SELECT 1``. The hot path's cursor
-(``sessionhub.db.statements.server_bound_cursor``) once skipped the check, since for a
-single event it would have doubled the request's round trips; a connection that broke
-while idle then failed that request's statement. Such a connection has something
+(``sessionhub.db.statements.server_bound_cursor``) did not run it at first, and a
+``SELECT 1`` there would double a single event's round trips; a connection that broke
+while idle failed that request's statement. Such a connection has something
 waiting on its socket by the time the next request comes (the server's last message
 when PostgreSQL restarts or the backend is terminated, the end of the stream when a
 proxy closes it), so the check here looks first, without a round trip:
