@@ -19,6 +19,7 @@ from lifecycle import services
 from lifecycle.adapters import canonical
 from lifecycle.models import Session, SessionStatus
 from sessionhub.models import Team
+from tests.conftest import claude_code_hooks, openclaw_hooks
 
 pytestmark = [
     pytest.mark.django_db,
@@ -123,8 +124,6 @@ def test_the_gateways_sessions_read_no_whole_session_table(
     """Each gateway's recorded sessions, replayed hook by hook through the API on top of
     a long past: starts, /clear, compaction, resets and restarts, with the preambles
     their starts are handed."""
-    from tests.conftest import claude_code_hooks, openclaw_hooks
-
     _seed(team, source=endpoint)
     hooks = claude_code_hooks(scenario) if endpoint == "claude-code" else openclaw_hooks(scenario)
     with CaptureQueriesContext(connection) as captured:
