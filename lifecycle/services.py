@@ -47,7 +47,7 @@ from .adapters import openclaw as openclaw_adapter
 from .adapters.base import MAX_STORED_STRING, as_key, trim_strings
 from .ingest.fold import crashed_sessions_close
 from .ingest.identity import agents_seen
-from .ingest.outbox import memory_caught_up, memory_waiting, outbox_sweep
+from .ingest.outbox import memory_caught_up, outbox_sweep
 from .ingest.quick import event_store_quiet, quiet
 from .ingest.results import ACCEPTED, CONFLICT, DUPLICATE, REJECTED, EventResult
 from .ingest.store import events_store
@@ -65,7 +65,6 @@ __all__ = [
     "embedded_housekeeping",
     "events_ingest",
     "memory_caught_up",
-    "memory_waiting",
     "orphan_events_delete",
     "outbox_sweep",
     "session_delete_if_closed",

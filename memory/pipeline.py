@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import re
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -32,6 +33,7 @@ from lifecycle.models import (
     Session,
     SessionStatus,
 )
+from sessionhub.db.statements import Compiled
 from sessionhub.text.redaction import RULES_VERSION, redact_text, redact_value
 from sessionhub.text.tails import tail_words
 
@@ -116,11 +118,17 @@ def _decoded(text: str) -> Any:
         return json.loads(text)
 
 
-def _new_events(session: Session) -> list[NewEvent]:
-    """The session's events past its memory cursor, in the order they were stored; their
-    facts and payload read as text and decoded here (``_decoded``)."""
-    rows = (
-        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor)
+# Stand-ins for a run's values, found again among the compiled parameters.
+_SESSION_ID = uuid.UUID("00000000-0000-4000-8000-0000005e5510")
+_CURSOR = -86_420_135
+
+# A run's reads, compiled once per process (``Compiled``): a run costs its statements
+# whatever it finds, and most runs of a session that is not busy find a few events, so
+# compiling these two (some forty columns; five with casts) cost more than running them.
+_SESSION = Compiled(lambda pk: Session.objects.filter(pk=pk).order_by("pk")[:1], _SESSION_ID)
+_NEW_EVENTS = Compiled(
+    lambda pk, cursor: (
+        LifecycleEvent.objects.filter(session_id=pk, id__gt=cursor)
         .order_by("id")
         .values_list(
             "id",
@@ -131,7 +139,25 @@ def _new_events(session: Session) -> list[NewEvent]:
             Cast("payload", output_field=TextField()),
             "occurred_at",
         )
-    )
+    ),
+    _SESSION_ID,
+    _CURSOR,
+)
+
+
+def _session(session_id: str) -> Session | None:
+    try:
+        pk = uuid.UUID(session_id)
+    except ValueError:
+        return None  # not an id any session has
+    found = _SESSION.instances(pk)
+    return found[0] if found else None
+
+
+def _new_events(session: Session) -> list[NewEvent]:
+    """The session's events past its memory cursor, in the order they were stored; their
+    facts and payload read as text and decoded here (``_decoded``)."""
+    rows = _NEW_EVENTS.rows(session.pk, session.memory_cursor)
     return [
         NewEvent(pk, kind, phase, source, _decoded(facts), _decoded(payload), occurred_at)
         for pk, kind, phase, source, facts, payload, occurred_at in rows
@@ -454,11 +480,20 @@ def _wants_features(session: Session, new_events: list[NewEvent]) -> bool:
     return any(e.kind in _FEATURE_KINDS for e in new_events)
 
 
-def session_process(session_id: str) -> bool:
-    """Bring a session's memory up to date with its events. False if no such session."""
-    session = Session.objects.select_related("team").filter(pk=session_id).first()
+@dataclass(frozen=True, slots=True)
+class Round:
+    """What one round of a session's memory work left behind: the session's status when
+    events came in during it and wait for the next round (its outbox mark is still set),
+    None when it is clean."""
+
+    waiting: str | None
+
+
+def session_round(session_id: str) -> Round | None:
+    """Bring a session's memory up to date with its events. None if no such session."""
+    session = _session(session_id)
     if session is None:
-        return False
+        return None
     dirty_mark = session.memory_dirty_at
     new_events = _new_events(session)
     _observations_record(session, new_events)
@@ -476,8 +511,15 @@ def session_process(session_id: str) -> bool:
             # Did the memory it was handed help? Judged against what it has done so far.
             usage_judge(session, texts, features, summary)
     cursor = max((e.id for e in new_events), default=session.memory_cursor)
-    lifecycle_services.memory_caught_up(str(session.pk), dirty_mark=dirty_mark, cursor=cursor)
-    return True
+    waiting = lifecycle_services.memory_caught_up(
+        str(session.pk), dirty_mark=dirty_mark, cursor=cursor
+    )
+    return Round(waiting=waiting)
+
+
+def session_process(session_id: str) -> bool:
+    """Bring a session's memory up to date with its events. False if no such session."""
+    return session_round(session_id) is not None
 
 
 def rows_reredact(*, model: Any, fields: list[str], batch: int = 500, only: Q | None = None) -> int:

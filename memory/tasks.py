@@ -9,7 +9,6 @@ from celery import shared_task
 from django.conf import settings
 from django.db import InterfaceError, OperationalError
 
-from lifecycle import services as lifecycle_services
 from lifecycle.models import OPEN_STATUSES, Session
 
 from . import pipeline
@@ -39,7 +38,7 @@ REQUEUE_SECONDS = 1
 def process_session(session_id: str) -> bool:
     """Distil a session's new events: observations, tails, features, summary."""
     eager = process_session.app.conf.task_always_eager
-    found = distil.session_process_until_clean(session_id, settle_open=not eager)
+    last = distil.session_process_until_clean(session_id, settle_open=not eager)
     # Ingestion queues a run only when a session turns dirty, so nobody else will queue
     # one for events that came in during the last round: without this they would wait
     # for the outbox sweep (a minute or more). In eager mode this run happens inside the
@@ -50,16 +49,14 @@ def process_session(session_id: str) -> bool:
     # whatever it finds, so a few events a run kept the worker busy beside ingestion
     # (docs/benchmarks.md); the first run after a quiet spell still comes after the short
     # settle, and the session's end is queued at once by ingestion.
-    if found and not eager:
-        waiting = lifecycle_services.memory_waiting(session_id)
-        if waiting is not None:
-            countdown = (
-                settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
-                if waiting in OPEN_STATUSES
-                else REQUEUE_SECONDS
-            )
-            process_session.apply_async((session_id,), countdown=countdown)
-    return found
+    if last is not None and last.waiting is not None and not eager:
+        countdown = (
+            settings.SESSIONHUB["MEMORY_BUSY_SECONDS"]
+            if last.waiting in OPEN_STATUSES
+            else REQUEUE_SECONDS
+        )
+        process_session.apply_async((session_id,), countdown=countdown)
+    return last is not None
 
 
 @shared_task(**_RETRY)

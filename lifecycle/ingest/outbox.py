@@ -4,16 +4,20 @@
 from __future__ import annotations
 
 import atexit
+import functools
 import logging
 import os
 import queue
 import threading
 from collections.abc import Iterable
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
+from django.db import connection
 from django.utils import timezone
 
+from sessionhub.db.statements import column_of, concrete_fields
 from sessionhub.resilience import breaker_for, throttled
 
 from .. import signals
@@ -201,23 +205,53 @@ def outbox_sweep(*, now: datetime | None = None, limit: int = 500) -> int:
     return enqueue_session_work([str(pk) for pk in ids])
 
 
-def memory_caught_up(session_id: str, *, dirty_mark: datetime | None, cursor: int) -> None:
-    """A memory run has taken in the session's events up to ``cursor``.
+def memory_caught_up(session_id: str, *, dirty_mark: datetime | None, cursor: int) -> str | None:
+    """A memory run has taken in the session's events up to ``cursor``; what waits now.
 
     The outbox mark is cleared only if no event came in meanwhile (a newer mark means
     another run is queued and will see those events); the time of the run paces the next
-    one ingestion queues for a busy session (:func:`settle_delay`)."""
-    Session.objects.filter(pk=session_id, memory_dirty_at=dirty_mark).update(
-        memory_dirty_at=None, memory_cursor=cursor, memory_run_at=timezone.now()
-    )
-    Session.objects.filter(pk=session_id, memory_cursor__lt=cursor).update(memory_cursor=cursor)
+    one ingestion queues for a busy session (:func:`settle_delay`). The cursor only moves
+    forward. Returns the session's status when its mark is still set (events came in
+    during the run: the caller decides whether to go round again), None when it is clean
+    or gone.
+
+    One statement where this was two updates and a read: a run costs its statements
+    whatever it finds, and most runs of a session that is not busy take in a few events
+    (docs/benchmarks.md). An event that lands after it sets the mark again and, having
+    found the session clean, queues its own run; so the status read here is all that
+    can wait on this run.
+    """
+    params: dict[str, Any] = {
+        "id": Session._meta.pk.get_db_prep_value(session_id, connection),
+        "cursor": cursor,
+        "now": connection.ops.adapt_datetimefield_value(timezone.now()),
+        "mark": connection.ops.adapt_datetimefield_value(dirty_mark),
+    }
+    with connection.cursor() as db:
+        db.execute(_caught_up_statement(dirty_mark is None), params)
+        row = db.fetchone()
+    if row is None or row[0] is None:
+        return None
+    return str(row[1])
 
 
-def memory_waiting(session_id: str) -> str | None:
-    """The status of a session whose events wait for its memory (its outbox mark is
-    set); None when nothing waits."""
-    return (
-        Session.objects.filter(pk=session_id, memory_dirty_at__isnull=False)
-        .values_list("status", flat=True)
-        .first()
+@functools.cache
+def _caught_up_statement(unmarked: bool) -> str:
+    """The statement of :func:`memory_caught_up`, built once per process for either kind
+    of mark (a run that started on a session nobody marked compares with NULL)."""
+    quote = connection.ops.quote_name
+    table = quote(Session._meta.db_table)
+    names = ("memory_dirty_at", "memory_run_at", "memory_cursor", "status", "id")
+    dirty, run_at, cursor, status, pk = (
+        quote(column_of(f)) for f in concrete_fields(Session, names)
     )
+    same = f"{dirty} IS NULL" if unmarked else f"{dirty} = %(mark)s"
+    # Every SET reads the row as it was before the statement, on both databases.
+    return f"""
+        UPDATE {table} SET
+            {cursor} = CASE WHEN {cursor} < %(cursor)s THEN %(cursor)s ELSE {cursor} END,
+            {run_at} = CASE WHEN {same} THEN %(now)s ELSE {run_at} END,
+            {dirty} = CASE WHEN {same} THEN NULL ELSE {dirty} END
+        WHERE {pk} = %(id)s
+        RETURNING {dirty}, {status}
+    """  # noqa: S608 - table and column names from the model, values bound

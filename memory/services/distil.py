@@ -1,9 +1,8 @@
 """The distil loop: a session's memory brought up to date with its events, going round
-again while events keep arriving (``pipeline.session_process`` is one round)."""
+again while events keep arriving (``pipeline.session_round`` is one round)."""
 
 from __future__ import annotations
 
-from lifecycle import services as lifecycle_services
 from lifecycle.models import OPEN_STATUSES
 
 from .. import pipeline
@@ -11,8 +10,9 @@ from .. import pipeline
 
 def session_process_until_clean(
     session_id: str, rounds: int = 10, *, settle_open: bool = False
-) -> bool:
-    """Process a session, going round again while events keep arriving.
+) -> pipeline.Round | None:
+    """Process a session, going round again while events keep arriving; the last round
+    (what still waits after it), or None when there is no such session.
 
     Ingestion queues work only when a session turns dirty, so the run that is busy with
     a session must also pick up what came in meanwhile (a newer outbox mark). Past
@@ -24,12 +24,11 @@ def session_process_until_clean(
     everything that arrived meanwhile. A closed session goes round until clean: its
     summary is wanted now.
     """
+    last = None
     for _ in range(rounds):
-        if not pipeline.session_process(session_id):
-            return False
-        waiting = lifecycle_services.memory_waiting(session_id)
-        if waiting is None:
-            return True
-        if settle_open and waiting in OPEN_STATUSES:
-            return True
-    return True
+        last = pipeline.session_round(session_id)
+        if last is None or last.waiting is None:
+            return last
+        if settle_open and last.waiting in OPEN_STATUSES:
+            return last
+    return last

@@ -159,3 +159,67 @@ def test_a_run_overtaken_by_new_events_leaves_its_time_alone(
     session.refresh_from_db()
     assert session.memory_dirty_at is not None
     assert session.memory_run_at is None
+
+
+# --- what a run records, in one statement --------------------------------------------------
+
+
+def _marked(**fields: Any) -> Session:
+    session = LiveSessionFactory()
+    Session.objects.filter(pk=session.pk).update(**fields)
+    session.refresh_from_db()
+    return session
+
+
+def test_a_clean_run_clears_the_mark_and_says_nothing_waits() -> None:
+    session = _marked(memory_dirty_at=timezone.now(), memory_cursor=3)
+    before = timezone.now()
+    waiting = outbox.memory_caught_up(
+        str(session.pk), dirty_mark=session.memory_dirty_at, cursor=12
+    )
+    assert waiting is None
+    session.refresh_from_db()
+    assert (session.memory_dirty_at, session.memory_cursor) == (None, 12)
+    assert session.memory_run_at is not None and session.memory_run_at >= before
+
+
+def test_an_overtaken_run_moves_its_cursor_and_says_the_session_waits() -> None:
+    first = timezone.now()
+    session = _marked(memory_dirty_at=first)
+    newer = first + timedelta(seconds=1)
+    Session.objects.filter(pk=session.pk).update(memory_dirty_at=newer)  # an event meanwhile
+    waiting = outbox.memory_caught_up(str(session.pk), dirty_mark=first, cursor=40)
+    assert waiting == session.status
+    session.refresh_from_db()
+    assert session.memory_dirty_at == newer  # the next run's mark stands
+    assert session.memory_run_at is None  # and the run is not recorded as having caught up
+    assert session.memory_cursor == 40
+
+
+def test_a_run_never_moves_the_cursor_back() -> None:
+    """Two runs of a session overlapped (the outbox sweep queued one beside ingestion's):
+    the one that read fewer events finishes last and must not hand them out again."""
+    session = _marked(memory_dirty_at=timezone.now(), memory_cursor=500)
+    mark = session.memory_dirty_at
+    assert outbox.memory_caught_up(str(session.pk), dirty_mark=mark, cursor=120) is None
+    session.refresh_from_db()
+    assert session.memory_cursor == 500
+    assert session.memory_dirty_at is None
+
+
+def test_a_run_of_a_session_nobody_marked_records_its_run() -> None:
+    session = _marked(memory_dirty_at=None, memory_cursor=0)
+    assert outbox.memory_caught_up(str(session.pk), dirty_mark=None, cursor=7) is None
+    session.refresh_from_db()
+    assert session.memory_cursor == 7
+    assert session.memory_run_at is not None
+    # A mark set since the run read the session (None then) is the next run's.
+    Session.objects.filter(pk=session.pk).update(memory_dirty_at=timezone.now())
+    assert outbox.memory_caught_up(str(session.pk), dirty_mark=None, cursor=9) == session.status
+
+
+def test_a_run_of_a_session_since_deleted_finds_nothing() -> None:
+    session = _marked(memory_dirty_at=timezone.now())
+    mark = session.memory_dirty_at
+    Session.objects.filter(pk=session.pk).delete()
+    assert outbox.memory_caught_up(str(session.pk), dirty_mark=mark, cursor=1) is None

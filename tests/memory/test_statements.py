@@ -347,3 +347,64 @@ def test_an_over_long_value_fails_the_rows_insert_as_it_fails_bulk_create(team: 
         with pytest.raises(DataError), transaction.atomic():
             write()
     assert not Observation.objects.exists()
+
+
+# --- a memory run's reads --------------------------------------------------------------------
+
+
+def test_a_runs_session_read_returns_what_the_orm_returns(team: Team) -> None:
+    from memory import pipeline
+
+    session = SessionFactory(team=team, memory_cursor=17, model="claude-x", cwd="/tmp/ünï")
+    SessionFactory(team=team)  # another
+    mine = pipeline._session(str(session.pk))
+    orm = Session.objects.get(pk=session.pk)
+    assert mine is not None
+    for field in Session._meta.concrete_fields:
+        assert getattr(mine, field.attname) == getattr(orm, field.attname), field.name
+    assert mine.team == team  # read when wanted (the LLM budget), not joined on every run
+    assert pipeline._session(str(uuid.uuid4())) is None
+    assert pipeline._session("not an id") is None
+
+
+def test_a_runs_new_events_are_the_querysets_rows(team: Team) -> None:
+    from django.db.models import TextField
+    from django.db.models.functions import Cast
+
+    from lifecycle.models import EventKind, LifecycleEvent
+    from memory import pipeline
+
+    session = SessionFactory(team=team)
+    events = [
+        EventFactory(
+            session=session,
+            kind=EventKind.TOOL_USE,
+            phase="post",
+            facts={"tool_name": "Bash", "note": "ünïcode ✓"},
+            payload={"tool_input": {"command": f"ls {n}"}, "big": 2**53 + n},
+        )
+        for n in range(4)
+    ]
+    EventFactory(session=SessionFactory(team=team), kind=EventKind.PROMPT)  # another's
+    session.memory_cursor = events[0].pk  # the first taken in already
+    orm = (
+        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor)
+        .order_by("id")
+        .values_list(
+            "id",
+            "kind",
+            "phase",
+            "source",
+            Cast("facts", output_field=TextField()),
+            Cast("payload", output_field=TextField()),
+            "occurred_at",
+        )
+    )
+    new = pipeline._new_events(session)
+    assert [e.id for e in new] == [e.pk for e in events[1:]]
+    for event, row in zip(new, orm, strict=True):
+        assert (event.id, event.kind, event.phase, event.source) == row[:4]
+        assert event.facts == pipeline._decoded(row[4])
+        assert event.payload == pipeline._decoded(row[5])
+        assert event.occurred_at == row[6]
+    assert new[0].payload["big"] == 2**53 + 1  # read as stored, not as a float

@@ -168,19 +168,18 @@ def _marked_session(**fields: Any) -> Session:
 
 
 def _arrivals_every_round(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """What a burst of hooks does: a new outbox mark lands during every round. Only this
-    stands in for the concurrent requests; the pipeline itself runs for real. Returns
-    the list of rounds run, filled as they run."""
-    real = pipeline.session_process
+    """What a burst of hooks does: a new outbox mark lands during every round, before the
+    round records that it caught up. Only this stands in for the concurrent requests; the
+    pipeline itself runs for real. Returns the list of rounds run, filled as they run."""
+    real = pipeline._tails_record
     runs: list[str] = []
 
-    def round_with_arrivals(session_id: str) -> bool:
-        runs.append(session_id)
-        done = real(session_id)
-        Session.objects.filter(pk=session_id).update(memory_dirty_at=timezone.now())
-        return done
+    def tails_then_an_arrival(session: Session, events: Any) -> None:
+        runs.append(str(session.pk))
+        real(session, events)
+        Session.objects.filter(pk=session.pk).update(memory_dirty_at=timezone.now())
 
-    monkeypatch.setattr(pipeline, "session_process", round_with_arrivals)
+    monkeypatch.setattr(pipeline, "_tails_record", tails_then_an_arrival)
     return runs
 
 

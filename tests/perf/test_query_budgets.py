@@ -438,3 +438,32 @@ def test_session_events_and_memory_cost_the_same_for_1_and_100_events(
     _show("session events and memory, 1 vs 100 events", counts)
     assert counts["events 1"] == counts["events 100"] <= READ_BUDGET, counts
     assert counts["memory 1"] == counts["memory 100"] <= READ_BUDGET, counts
+
+
+# What a memory run over a session's new tool uses may cost, however many: read the
+# session, read its new events, write their observations, record that it caught up.
+MEMORY_RUN_BUDGET = 4
+
+
+def test_a_memory_run_over_tool_uses_costs_the_same_for_1_and_50_events() -> None:
+    from memory import tasks
+
+    counts: dict[str, int] = {}
+    for size in (1, 50):
+        session = LiveSessionFactory()
+        for n in range(size):
+            EventFactory(
+                session=session,
+                kind=EventKind.TOOL_USE,
+                phase="post",
+                facts={"tool_name": "Bash"},
+                payload={"tool_input": {"command": f"ls {n}"}, "tool_response": "ok"},
+            )
+        Session.objects.filter(pk=session.pk).update(memory_dirty_at=timezone.now())
+        count, sqls, found = _count(lambda pk=str(session.pk): tasks.process_session(pk))
+        assert found is True
+        assert Observation.objects.filter(session=session).count() == size
+        counts[f"{size} events"] = count
+        assert count <= MEMORY_RUN_BUDGET, _listing(sqls)
+    _show("a memory run over tool uses", counts)
+    assert counts["1 events"] == counts["50 events"]
