@@ -163,6 +163,14 @@ def parse_args() -> argparse.Namespace:
     )
     parser.add_argument("--no-peer", action="store_true", help="skip the claude-mem peer")
     parser.add_argument(
+        "--sessions",
+        type=int,
+        default=20,
+        help="sessions the wrk loads (saturation, batch, warm-up) spread their events over, "
+        "SessionHub's and the peer's alike; every wrk run starts its own (default 20: about "
+        "50 events a second each at saturation, where a busy agent sends a few)",
+    )
+    parser.add_argument(
         "--all-in-lookback",
         action="store_true",
         help="seed every completed session inside the 7-day lookback (worst case) instead of "
@@ -478,14 +486,19 @@ class Bench:
         return common.run_wrk(
             self.base + HOOK_PATH,
             seconds=seconds,
-            env={"SHAPE": "sessionhub", "TOKEN": self.token, "BATCH": str(batch)},
+            env={
+                "SHAPE": "sessionhub",
+                "TOKEN": self.token,
+                "BATCH": str(batch),
+                "SESSIONS": str(self.args.sessions),
+            },
         )
 
     def wrk_peer(self, seconds: float) -> common.WrkResult:
         return common.run_wrk(
             self.peer_base + "/api/sessions/observations",
             seconds=seconds,
-            env={"SHAPE": "claude-mem"},
+            env={"SHAPE": "claude-mem", "SESSIONS": str(self.args.sessions)},
         )
 
     def child(self, target: Any, *args: Any, timeout: float) -> dict[str, Any]:
@@ -1012,6 +1025,7 @@ class Bench:
             "worker_class": self.worker_class,
             "threads": self.args.threads,
             "celery_concurrency": self.args.celery_concurrency,
+            "sessions": self.args.sessions,
             "front": self.args.front,
         }
         signal.signal(signal.SIGTERM, _stop_on_signal)
@@ -1270,7 +1284,8 @@ def render(r: dict[str, Any]) -> str:
         f"psycopg {v.get('psycopg', '?')}, wrk {v.get('wrk', '?')}; commit {v.get('commit', '?')}",
         f"server: {'nginx before ' if s.get('front') == 'nginx' else ''}{server_label(s)}, "
         f"Celery worker -c {s.get('celery_concurrency')} and beat, "
-        "PostgreSQL and Redis on the same machine",
+        "PostgreSQL and Redis on the same machine; the wrk loads spread over "
+        f"{s.get('sessions', 20)} sessions",
         f"load average (1 min) of the machine before the run {r.get('load_before', 0):.2f}, "
         f"after {r.get('load_after', 0):.2f} (other work on the machine skews the figures)",
         "",
