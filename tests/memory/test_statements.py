@@ -368,10 +368,7 @@ def test_a_runs_session_read_returns_what_the_orm_returns(team: Team) -> None:
 
 
 def test_a_runs_new_events_are_the_querysets_rows(team: Team) -> None:
-    from django.db.models import TextField
-    from django.db.models.functions import Cast
-
-    from lifecycle.models import EventKind, LifecycleEvent
+    from lifecycle.models import EventKind
     from memory import pipeline
 
     session = SessionFactory(team=team)
@@ -387,19 +384,8 @@ def test_a_runs_new_events_are_the_querysets_rows(team: Team) -> None:
     ]
     EventFactory(session=SessionFactory(team=team), kind=EventKind.PROMPT)  # another's
     session.memory_cursor = events[0].pk  # the first taken in already
-    orm = (
-        LifecycleEvent.objects.filter(session=session, id__gt=session.memory_cursor)
-        .order_by("id")
-        .values_list(
-            "id",
-            "kind",
-            "phase",
-            "source",
-            Cast("facts", output_field=TextField()),
-            Cast("payload", output_field=TextField()),
-            "occurred_at",
-        )
-    )
+    # The queryset the statement was compiled from, run by the ORM.
+    orm = list(pipeline._NEW_EVENTS.build(session.pk, session.memory_cursor))
     new = pipeline._new_events(session)
     assert [e.id for e in new] == [e.pk for e in events[1:]]
     for event, row in zip(new, orm, strict=True):
