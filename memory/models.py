@@ -105,16 +105,30 @@ class StreamTail(models.Model):
 
 
 class Observation(models.Model):
-    """One tool use, with short digests of what went in and came out."""
+    """One tool use, with short digests of what went in and came out.
 
-    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="observations")
+    The worker writes one row per tool use, hundreds at a time. Its foreign keys have no
+    constraints in the database: each would check every row at commit, locking the team,
+    the session and the event once per row (as much of the database's work as the insert
+    itself). The worker's insert (``memory.statements.rows_insert``) locks the session
+    once instead and writes nothing once it is gone; the session's, the event's and the
+    team's deletion still take their observations with them (Django's cascade).
+    """
+
+    team = models.ForeignKey(
+        Team, on_delete=models.CASCADE, related_name="observations", db_constraint=False
+    )
     # No index of its own: observation_session_time (session, occurred_at) serves every
     # lookup by session, and one index fewer is one write fewer for each tool call.
     session = models.ForeignKey(
-        Session, on_delete=models.CASCADE, related_name="observations", db_index=False
+        Session,
+        on_delete=models.CASCADE,
+        related_name="observations",
+        db_index=False,
+        db_constraint=False,
     )
     event = models.OneToOneField(
-        LifecycleEvent, on_delete=models.CASCADE, related_name="observation"
+        LifecycleEvent, on_delete=models.CASCADE, related_name="observation", db_constraint=False
     )
     tool_name = models.CharField(max_length=200)
     input_digest = models.TextField(blank=True)

@@ -183,7 +183,7 @@ def _observations_record(session: Session, events: list[NewEvent]) -> None:
                 "redaction_version": RULES_VERSION,
             }
         )
-    rows_insert(Observation, rows)
+    rows_insert(Observation, session, rows)
 
 
 def _mcp_calls_of(session: Session, events: list[NewEvent]) -> None:

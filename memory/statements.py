@@ -8,8 +8,9 @@ statement whose JSON columns (the record's candidates: tens of KB for 200 of the
 encodes, so the answer costs one round trip and no per-request compiling; other
 databases (SQLite in embedded mode) keep the ORM's statements. The row locks and the
 first-record read are querysets compiled once per process (``Compiled``). The worker's
-observations go in as one JSON document, as the hook path's events do. A test holds each
-to what the ORM writes or returns.
+observations go in as one JSON document, as the hook path's events do, with their session
+locked once where foreign keys would check it for each row. A test holds each to what the
+ORM writes or returns.
 """
 
 from __future__ import annotations
@@ -74,30 +75,41 @@ def _rows_insert_sql(model: type[Model], columns: tuple[str, ...]) -> str:
     # Each value is read as its column's type (varchar(n) included), so one that does not
     # fit fails as it would in VALUES.
     typed = ", ".join(f"{quote(column_of(f))} {f.db_type(connection)}" for f in fields)
+    # The session's row is locked once, as a foreign key's check would lock it for each
+    # row: a deletion waits for the insert (and then deletes its rows too), or the insert
+    # for the deletion (and then finds no session and writes nothing).
     return (
-        f"INSERT INTO {quote(model._meta.db_table)} ({names}) "  # noqa: S608 - constants only
-        f"SELECT {names} FROM jsonb_to_recordset(%s) AS r({typed}) ON CONFLICT DO NOTHING"
+        f"WITH parent AS (SELECT 1 FROM {quote(Session._meta.db_table)} "  # noqa: S608 - constants only
+        "WHERE id = %s FOR KEY SHARE) "
+        f"INSERT INTO {quote(model._meta.db_table)} ({names}) "
+        f"SELECT {names} FROM jsonb_to_recordset(%s) AS r({typed}) "
+        "WHERE EXISTS (SELECT 1 FROM parent) ON CONFLICT DO NOTHING"
     )
 
 
-def rows_insert(model: type[Model], rows: Sequence[dict[str, Any]]) -> None:
-    """Insert rows (each a dict of the same columns, by attribute name) in one statement;
-    a row that would break a unique constraint is skipped, as ``bulk_create`` with
-    ``ignore_conflicts`` skips it.
+def rows_insert(model: type[Model], session: Session, rows: Sequence[dict[str, Any]]) -> None:
+    """Insert rows of one session (each a dict of the same columns, by attribute name) in
+    one statement, while the session exists; a row that would break a unique constraint
+    is skipped, as ``bulk_create`` with ``ignore_conflicts`` skips it.
 
-    On PostgreSQL the rows travel as one JSON document that orjson encodes, as the hook
-    path's events do, rather than through ``bulk_create``, which prepares each value of
-    each row and builds a model instance per row. Rows
-    orjson will not encode, and the other databases, take ``bulk_create``.
+    The rows' foreign keys have no constraints in the database (``Observation``): this
+    is where the session is checked, once for all of them. On PostgreSQL the rows travel
+    as one JSON document that orjson encodes, as the hook path's events do, rather than
+    through ``bulk_create``, which prepares each value of each row and builds a model
+    instance per row. Rows orjson will not encode, and the other databases, take
+    ``bulk_create`` after a read of the session in the same transaction.
     """
     if not rows:
         return
     document = json_document(rows) if connection.vendor == "postgresql" else None
     if document is not None:
         with server_bound_cursor(prepared=True) as cursor:
-            cursor.execute(_rows_insert_sql(model, tuple(rows[0])), [document])
+            cursor.execute(_rows_insert_sql(model, tuple(rows[0])), [session.pk, document])
         return
-    model._default_manager.bulk_create([model(**row) for row in rows], ignore_conflicts=True)
+    with transaction.atomic():
+        if not Session.objects.select_for_update().filter(pk=session.pk).exists():
+            return
+        model._default_manager.bulk_create([model(**row) for row in rows], ignore_conflicts=True)
 
 
 def _json(value: Any) -> Jsonb:

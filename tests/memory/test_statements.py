@@ -27,6 +27,15 @@ postgres_only = pytest.mark.skipif(
 )
 
 
+def _dsn() -> str:
+    """The test database's address, for a connection of another client's own."""
+    settings = connection.settings_dict
+    return (
+        f"host={settings['HOST'] or 'localhost'} port={settings['PORT'] or 5432} "
+        f"dbname={settings['NAME']} user={settings['USER']}"
+    )
+
+
 SOURCE = uuid.UUID("6f1c0a52-3b1e-4c57-9d0e-2a4b8c1d7e90")
 
 
@@ -151,14 +160,9 @@ def test_the_automatic_record_is_the_first_of_its_stage(team: Team) -> None:
 def test_the_row_lock_holds_the_row_until_the_transaction_ends(team: Team) -> None:
     agent = AgentFactory(team=team)
     session = SessionFactory(agent=agent)
-    settings = connection.settings_dict
-    dsn = (
-        f"host={settings['HOST'] or 'localhost'} port={settings['PORT'] or 5432} "
-        f"dbname={settings['NAME']} user={settings['USER']}"
-    )
 
     def try_lock(model: type[Any], pk: Any) -> str:
-        with psycopg.connect(dsn, autocommit=True) as other:
+        with psycopg.connect(_dsn(), autocommit=True) as other:
             table = model._meta.db_table
             try:
                 other.execute(f"SELECT 1 FROM {table} WHERE id = %s FOR UPDATE NOWAIT", [pk])  # noqa: S608
@@ -308,8 +312,10 @@ def test_the_rows_insert_writes_what_bulk_create_writes(team: Team) -> None:
     others = [EventFactory(session=theirs, kind="tool_use") for _ in range(3)]
     rows = _observation_rows(ours, mine)
     with CaptureQueriesContext(connection) as queries:
-        statements.rows_insert(Observation, rows)
-    assert len(queries) == 1
+        statements.rows_insert(Observation, ours, rows)
+    # One statement on PostgreSQL; elsewhere the session's read and bulk_create's insert,
+    # in a savepoint of their own.
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 4)
     Observation.objects.bulk_create(
         [Observation(**row) for row in _observation_rows(theirs, others)]
     )
@@ -325,12 +331,12 @@ def test_the_rows_insert_skips_a_row_stored_before(team: Team) -> None:
     session = SessionFactory(agent=AgentFactory(team=team))
     events = [EventFactory(session=session, kind="tool_use") for _ in range(3)]
     rows = _observation_rows(session, events)
-    statements.rows_insert(Observation, rows[:1])
-    statements.rows_insert(Observation, [{**rows[0], "tool_name": "changed"}, *rows[1:]])
+    statements.rows_insert(Observation, session, rows[:1])
+    statements.rows_insert(Observation, session, [{**rows[0], "tool_name": "changed"}, *rows[1:]])
     stored = _observations(session)
     assert [row["event_id"] for row in stored] == [e.pk for e in events]
     assert stored[0]["tool_name"] == rows[0]["tool_name"]  # the first write stands
-    statements.rows_insert(Observation, [])
+    statements.rows_insert(Observation, session, [])
     assert Observation.objects.count() == 3
 
 
@@ -341,11 +347,104 @@ def test_an_over_long_value_fails_the_rows_insert_as_it_fails_bulk_create(team: 
     event = EventFactory(session=session, kind="tool_use")
     row = {**_observation_rows(session, [event])[0], "tool_name": "x" * 201}  # varchar(200)
     for write in (
-        lambda: statements.rows_insert(Observation, [row]),
+        lambda: statements.rows_insert(Observation, session, [row]),
         lambda: Observation.objects.bulk_create([Observation(**row)]),
     ):
         with pytest.raises(DataError), transaction.atomic():
             write()
+    assert not Observation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_rows_insert_writes_nothing_for_a_session_that_is_gone(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team))
+    rows = _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+    Session.objects.filter(pk=session.pk).delete()
+    statements.rows_insert(Observation, session, rows)
+    assert not Observation.objects.exists()
+
+
+@pytest.mark.django_db
+def test_a_deletion_takes_the_observations_with_it(team: Team) -> None:
+    # The rows' foreign keys have no constraints in the database: Django's cascade is what
+    # deletes them, whichever of their event, session or team goes.
+    sessions = [SessionFactory(agent=AgentFactory(team=team)) for _ in range(2)]
+    events = {s.pk: [EventFactory(session=s, kind="tool_use") for _ in range(3)] for s in sessions}
+    for session in sessions:
+        statements.rows_insert(Observation, session, _observation_rows(session, events[session.pk]))
+    first, second = sessions
+    events[first.pk][0].delete()
+    assert Observation.objects.filter(session=first).count() == 2
+    first.delete()
+    assert set(Observation.objects.values_list("session_id", flat=True)) == {second.pk}
+    team.delete()
+    assert not Observation.objects.exists()
+
+
+def _waiting_on_a_lock(seconds: float = 10.0) -> bool:
+    """Whether another backend of this database comes to wait on a row lock meanwhile."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    with psycopg.connect(_dsn(), autocommit=True) as watcher:
+        while time.monotonic() < deadline:
+            found = watcher.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() "
+                "AND wait_event_type = 'Lock'"
+            ).fetchone()
+            if found:
+                return True
+            time.sleep(0.01)
+    return False
+
+
+def _in_a_thread(job: Any) -> tuple[threading.Thread, dict[str, Any]]:
+    """``job`` run on another thread, with its own connection, as another process would."""
+    outcome: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            outcome["result"] = job()
+        except Exception as exc:  # noqa: BLE001 - handed back to the test
+            outcome["error"] = exc
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, outcome
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_a_session_deleted_while_its_rows_go_in_takes_them(team: Team) -> None:
+    from lifecycle.services import session_delete_if_closed
+
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ENDED)
+    rows = _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+    with transaction.atomic():
+        statements.rows_insert(Observation, session, rows)
+        thread, outcome = _in_a_thread(lambda: session_delete_if_closed(session))
+        # The deletion waits for the insert's lock on the session, as it waited for the
+        # foreign keys' checks.
+        assert _waiting_on_a_lock()
+    thread.join(10)
+    assert outcome == {"result": True}
+    assert not Observation.objects.exists()
+
+
+@postgres_only
+@pytest.mark.django_db(transaction=True)
+def test_rows_that_wait_for_their_sessions_deletion_are_not_written(team: Team) -> None:
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ENDED)
+    rows = _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+    with transaction.atomic():
+        Session.objects.select_for_update().get(pk=session.pk)
+        thread, outcome = _in_a_thread(lambda: statements.rows_insert(Observation, session, rows))
+        assert _waiting_on_a_lock()
+        Session.objects.filter(pk=session.pk).delete()
+    thread.join(10)
+    assert outcome == {"result": None}  # no error, and no row left without its session
     assert not Observation.objects.exists()
 
 
