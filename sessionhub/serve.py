@@ -11,7 +11,9 @@ Settings, from the environment:
 ``SESSIONHUB_WEB_BIND``
     ``host:port`` to listen on (``0.0.0.0:8000``).
 ``SESSIONHUB_WEB_WORKERS`` / ``SESSIONHUB_WEB_THREADS``
-    processes (cores + 1) and request threads in each (4).
+    processes (one per core the process may run on) and request threads in each (4).
+    Four threads cover a process's waits on PostgreSQL; a process more than the cores
+    only shares them, and cost 5-8% more CPU per hook request (docs/benchmarks.md).
 ``SESSIONHUB_WEB_LIFETIME``
     seconds after which a process is replaced by a fresh one (6 hours; 0 never), so no
     leak can grow without bound; ``SESSIONHUB_WEB_MAX_RSS`` (MiB, 1024; 0 no limit)
@@ -214,6 +216,14 @@ def wrapped(app: Callable[..., Any], environment: Mapping[str, str]) -> Callable
     return without_process_environment(closing_after_unread_bodies(app), dict(environment))
 
 
+def cores() -> int:
+    """The cores this process may run on (a cpuset or ``taskset`` narrows them)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # not on Linux
+        return multiprocessing.cpu_count()
+
+
 def _int(name: str, default: int) -> int:
     value = os.environ.get(name, "").strip()
     return int(value) if value else default
@@ -233,7 +243,7 @@ def server_options() -> dict[str, Any]:
         "interface": Interfaces.WSGI,
         "address": host.strip("[]") or "0.0.0.0",  # noqa: S104
         "port": int(port),
-        "workers": _int("SESSIONHUB_WEB_WORKERS", multiprocessing.cpu_count() + 1),
+        "workers": _int("SESSIONHUB_WEB_WORKERS", cores()),
         "blocking_threads": _int("SESSIONHUB_WEB_THREADS", 4),
         # A request head past 16 KB is refused before it reaches Django. The head's 10 s
         # also bound a kept-alive connection's wait for its next request: deploy/nginx.conf

@@ -149,10 +149,31 @@ def test_server_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.delenv(f"SESSIONHUB_WEB_{name}", raising=False)
     options = serve.server_options()
     assert (options["address"], options["port"]) == ("0.0.0.0", 8000)  # noqa: S104
+    # A process per core the server may run on, four request threads in each.
+    assert options["workers"] == len(os.sched_getaffinity(0))
     assert options["blocking_threads"] == 4
     assert options["workers_lifetime"] == 6 * 3600
     # A request head past 16 KB is refused by the server (431), never parsed by Django.
     assert options["http1_settings"].max_buffer_size == 16 * 1024
+
+
+def test_a_server_narrowed_to_one_core_starts_one_process() -> None:
+    # A cpuset or taskset leaves the server fewer cores than the machine has.
+    found = subprocess.run(
+        [
+            "taskset",
+            "-c",
+            "0",
+            sys.executable,
+            "-c",
+            "from sessionhub.serve import server_options; print(server_options()['workers'])",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={k: v for k, v in os.environ.items() if k != "SESSIONHUB_WEB_WORKERS"},
+    )
+    assert found.stdout.strip() == "1"
 
 
 def test_the_launcher_gives_its_processes_the_request_deadlines(
