@@ -5,6 +5,7 @@ whichever database the run uses (PostgreSQL in the main suite, where they run; S
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -383,8 +384,6 @@ def test_a_deletion_takes_the_observations_with_it(team: Team) -> None:
 
 def _waiting_on_a_lock(seconds: float = 10.0) -> bool:
     """Whether another backend of this database comes to wait on a row lock meanwhile."""
-    import time
-
     deadline = time.monotonic() + seconds
     with psycopg.connect(_dsn(), autocommit=True) as watcher:
         while time.monotonic() < deadline:
@@ -415,13 +414,18 @@ def _in_a_thread(job: Any) -> tuple[threading.Thread, dict[str, Any]]:
     return thread, outcome
 
 
+def _ended_session_with_rows(team: Team) -> tuple[Session, list[dict[str, Any]]]:
+    """An ended session (retention may delete it) and an observation row of its tool use."""
+    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ENDED)
+    return session, _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+
+
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_a_session_deleted_while_its_rows_go_in_takes_them(team: Team) -> None:
     from lifecycle.services import session_delete_if_closed
 
-    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ENDED)
-    rows = _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+    session, rows = _ended_session_with_rows(team)
     with transaction.atomic():
         statements.rows_insert(Observation, session, rows)
         thread, outcome = _in_a_thread(lambda: session_delete_if_closed(session))
@@ -436,8 +440,7 @@ def test_a_session_deleted_while_its_rows_go_in_takes_them(team: Team) -> None:
 @postgres_only
 @pytest.mark.django_db(transaction=True)
 def test_rows_that_wait_for_their_sessions_deletion_are_not_written(team: Team) -> None:
-    session = SessionFactory(agent=AgentFactory(team=team), status=SessionStatus.ENDED)
-    rows = _observation_rows(session, [EventFactory(session=session, kind="tool_use")])
+    session, rows = _ended_session_with_rows(team)
     with transaction.atomic():
         Session.objects.select_for_update().get(pk=session.pk)
         thread, outcome = _in_a_thread(lambda: statements.rows_insert(Observation, session, rows))
