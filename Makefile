@@ -1,6 +1,14 @@
 # SessionHub — `make help` lists the targets.
 SHELL := /bin/bash
-PYTHON ?= python3
+# The interpreter the virtualenv is made from (make install PYTHON=... to choose). By
+# default the distribution's own Python 3.11 where it has one that can make a venv:
+# Debian and Ubuntu build theirs with profile-guided and link-time optimisation, as the
+# python:3.11 image the Dockerfile starts from is built; an interpreter compiled without
+# them (pyenv's default build, say) runs SessionHub's requests with 10-30% more CPU
+# (docs/benchmarks.md, "An optimised interpreter"). Else python3 from the PATH.
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(firstword $(foreach p,/usr/bin/python3.11,$(shell $(p) -c 'import ensurepip, venv' 2>/dev/null && echo $(p))) python3)
+endif
 VENV ?= .venv
 BIN := $(VENV)/bin
 HOST ?= 127.0.0.1

@@ -301,6 +301,9 @@ def commit() -> str:
 def versions(pg_dsn: str, redis_url: str) -> dict[str, str]:
     found = {
         "python": platform.python_version(),
+        # Which build: an interpreter compiled without profile-guided optimisation runs
+        # every Python process of the run slower (the Makefile's PYTHON).
+        "python_executable": os.path.realpath(sys.executable),
         "django": _version("Django"),
         "djangorestframework": _version("djangorestframework"),
         "granian": _version("granian"),

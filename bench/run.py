@@ -1278,7 +1278,8 @@ def render(r: dict[str, Any]) -> str:
         f"SessionHub benchmark, {r.get('started', '?')}{' (--quick)' if r.get('quick') else ''}",
         f"machine: {m.get('cores')} cores, {m.get('memory_gib')} GiB, {m.get('cpu')}, "
         f"Linux {m.get('kernel')}",
-        f"versions: Python {v.get('python', '?')}, Django {v.get('django', '?')}, DRF "
+        f"versions: Python {v.get('python', '?')} ({v.get('python_executable', '?')}), "
+        f"Django {v.get('django', '?')}, DRF "
         f"{v.get('djangorestframework', '?')}, PostgreSQL {v.get('postgresql', '?')}, Redis "
         f"{v.get('redis', '?')}, Granian {v.get('granian', '?')}, Celery {v.get('celery', '?')}, "
         f"psycopg {v.get('psycopg', '?')}, wrk {v.get('wrk', '?')}; commit {v.get('commit', '?')}",
