@@ -23,6 +23,7 @@ help: ## List the targets
 	@echo "Variables (make run HOST=0.0.0.0 PORT=9000):"
 	@echo "  HOST           address make run serves on (now $(HOST))"
 	@echo "  PORT           port make run serves on (now $(PORT))"
+	@echo "  PYTHON         the interpreter make install builds .venv from (now $(PYTHON))"
 	@echo "  PYTEST_ARGS    extra pytest arguments for make test (e.g. -x tests/lifecycle)"
 	@echo "  BENCH_ARGS     extra arguments for the benchmarks"
 
