@@ -7,7 +7,7 @@ SHELL := /bin/bash
 # them (pyenv's default build, say) runs SessionHub's requests with 10-30% more CPU
 # (docs/benchmarks.md, "An optimised interpreter"). Else python3 from the PATH.
 ifeq ($(origin PYTHON),undefined)
-PYTHON := $(firstword $(foreach p,/usr/bin/python3.11,$(shell $(p) -c 'import ensurepip, venv' 2>/dev/null && echo $(p))) python3)
+PYTHON := $(if $(shell /usr/bin/python3.11 -c 'import ensurepip, venv' 2>/dev/null && echo y),/usr/bin/python3.11,python3)
 endif
 VENV ?= .venv
 BIN := $(VENV)/bin
