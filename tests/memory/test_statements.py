@@ -486,8 +486,8 @@ def test_a_runs_new_events_are_the_querysets_rows(team: Team) -> None:
     ]
     EventFactory(session=SessionFactory(team=team), kind=EventKind.PROMPT)  # another's
     session.memory_cursor = events[0].pk  # the first taken in already
-    # The queryset the statement was compiled from, run by the ORM.
-    orm = list(pipeline._NEW_EVENTS.build(session.pk, session.memory_cursor))
+    # The queryset the statement was compiled from, run by the ORM (in no set order).
+    orm = sorted(pipeline._NEW_EVENTS.build(session.pk, session.memory_cursor))
     new = pipeline._new_events(session)
     assert [e.id for e in new] == [e.pk for e in events[1:]]
     for event, row in zip(new, orm, strict=True):
@@ -496,3 +496,34 @@ def test_a_runs_new_events_are_the_querysets_rows(team: Team) -> None:
         assert event.payload == pipeline._decoded(row[5])
         assert event.occurred_at == row[6]
     assert new[0].payload["big"] == 2**53 + 1  # read as stored, not as a float
+
+
+def test_a_runs_new_events_come_in_the_order_they_were_stored(team: Team) -> None:
+    """The statement leaves the order to the run: events whose times run against their
+    ids (a gateway that sent them late) and a row rewritten since (re-redaction moves it
+    on disk) come back from the database out of id order, and the run still has them
+    by id."""
+    from lifecycle.models import EventKind, LifecycleEvent
+    from memory import pipeline
+
+    session = SessionFactory(team=team)
+    now = timezone.now()
+    events = [
+        EventFactory(
+            session=session,
+            kind=EventKind.TOOL_USE,
+            phase="post",
+            payload={"n": n},
+            occurred_at=now - timedelta(seconds=n),
+        )
+        for n in range(5)
+    ]
+    LifecycleEvent.objects.filter(pk=events[1].pk).update(payload={"n": 1, "again": True})
+    session.memory_cursor = events[0].pk
+    if connection.vendor == "postgresql":
+        given = [row[0] for row in pipeline._NEW_EVENTS.rows(session.pk, session.memory_cursor)]
+        assert sorted(given) == [e.pk for e in events[1:]]
+        assert given != sorted(given)  # the database's own order is not the stored one
+    new = pipeline._new_events(session)
+    assert [e.id for e in new] == [e.pk for e in events[1:]]
+    assert new[0].payload == {"n": 1, "again": True}
