@@ -261,3 +261,51 @@ def test_prepared_statements_can_be_turned_off(
         cursor.execute(probe)
         assert cursor.fetchone() == (1,)
     assert probe in _prepared()
+
+
+def test_the_quiet_statement_binds_its_choices_as_plain_strings(
+    db: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """psycopg finds a parameter's dumper by its exact type: a choices member (an enum
+    that is also a str) sends each new cursor down the slow lookup, so the statement
+    binds the kind and the source as the plain strings they stand for."""
+    bound: list[dict[str, Any]] = []
+    real = quick.server_bound_cursor
+
+    class Recording:
+        def __init__(self, cursor: Any) -> None:
+            self.cursor = cursor
+
+        def execute(self, statement: str, params: dict[str, Any]) -> Any:
+            bound.append(params)
+            return self.cursor.execute(statement, params)
+
+        def fetchone(self) -> Any:
+            return self.cursor.fetchone()
+
+    class Recorded:
+        def __enter__(self) -> Recording:
+            self.inner = real(prepared=True)
+            return Recording(self.inner.__enter__())
+
+        def __exit__(self, *exc: Any) -> Any:
+            return self.inner.__exit__(*exc)
+
+    monkeypatch.setattr(quick, "server_bound_cursor", lambda **_: Recorded())
+    team = Team.objects.create(slug="plain-choices", name="plain")
+    events = [
+        {"kind": kind, "second": second, "phase": "post", "model": "", "token_count": None}
+        | {"message_count": None, "cwd": "", "repeat": 5}
+        for kind, second in [("session_start", 0), ("tool_use", 1)]
+    ]
+    steps = deliver(team, Source.GENERIC, canonical_bodies(events))
+    assert [status for (status, _), _ in steps] == ["accepted"] * 2
+    [params] = bound  # the tool use; the start took the general path
+    assert (params["e_kind"], params["e_source"], params["source"]) == (
+        "tool_use",
+        "generic",
+        "generic",
+    )
+    assert {type(params[name]) for name in ("e_kind", "e_source", "source")} == {str}
+    stored = LifecycleEvent.objects.get(team=team, kind="tool_use")
+    assert (stored.kind, stored.source) == ("tool_use", "generic")
