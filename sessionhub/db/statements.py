@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 import orjson
 import psycopg
 from django.conf import settings
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models import Field, Model, QuerySet
 from psycopg.types.json import Jsonb
 
@@ -78,15 +78,19 @@ def server_bound_cursor(*, prepared: bool = False) -> Any:
     # Django's per-request health check, which only its own cursors run: without it a
     # connection that broke while idle would fail the hot path's first statement
     # (a round trip only for a connection idle a while: sessionhub/db/postgresql).
-    connection.close_if_health_check_failed()
-    connection.ensure_connection()
+    # The thread's connection looked up once: each attribute read through the
+    # ``connection`` proxy finds it again in the thread's connections.
+    db = connections[DEFAULT_DB_ALIAS]
+    db.close_if_health_check_failed()
+    db.ensure_connection()
+    driver = db.connection
     prepare = prepared and settings.SESSIONHUB["PREPARED_STATEMENTS"]
-    if prepare and connection.connection.prepare_threshold is None:
+    if prepare and driver.prepare_threshold is None:
         # Django turns psycopg's preparing off for the whole connection, explicit requests
         # included; back on, with a threshold no statement reaches by repetition alone.
-        connection.connection.prepare_threshold = _EXPLICIT_ONLY
-    raw = (_PreparingCursor if prepare else psycopg.Cursor)(connection.connection)
-    wrap = connection.make_debug_cursor if connection.queries_logged else connection.make_cursor
+        driver.prepare_threshold = _EXPLICIT_ONLY
+    raw = (_PreparingCursor if prepare else psycopg.Cursor)(driver)
+    wrap = db.make_debug_cursor if db.queries_logged else db.make_cursor
     return wrap(raw)  # type: ignore[arg-type]
 
 
