@@ -75,12 +75,12 @@ def server_bound_cursor(*, prepared: bool = False) -> Any:
     ``SESSIONHUB_PREPARED_STATEMENTS`` is off. Typed ``Any``: the stubs know Django's
     cursor and plain parameters, not a psycopg cursor and its adapters.
     """
-    # Django's per-request health check, which only its own cursors run: without it a
-    # connection that broke while idle would fail the hot path's first statement
-    # (a round trip only for a connection idle a while: sessionhub/db/postgresql).
     # The thread's connection looked up once: each attribute read through the
     # ``connection`` proxy finds it again in the thread's connections.
     db = connections[DEFAULT_DB_ALIAS]
+    # Django's per-request health check, which only its own cursors run: without it a
+    # connection that broke while idle would fail the hot path's first statement
+    # (a round trip only for a connection idle a while: sessionhub/db/postgresql).
     db.close_if_health_check_failed()
     db.ensure_connection()
     driver = db.connection
