@@ -46,7 +46,7 @@ def _connected() -> bool:
 
 
 def test_caches_whose_close_does_nothing_are_not_closed_after_each_request(
-    settings: Any,
+    settings: Any, db: Any
 ) -> None:
     # The project's backends (Redis or, without it, local memory) close nothing.
     assert not _connected()
@@ -64,6 +64,8 @@ def test_caches_whose_close_does_nothing_are_not_closed_after_each_request(
         assert _connected()
         caches["closing"].get("x")
         before = ClosingCache.closed
+        # The end of a request, as the handler signals it (its receivers may touch the
+        # database connection: hence the db fixture).
         request_finished.send(sender=None)
         assert ClosingCache.closed == before + 1
     finally:
