@@ -137,15 +137,10 @@ def event_store_quiet(
         return None
     params = {
         "team": team.pk,
-        "source": str(event.source),
+        "source": row["source"],
         "external_id": event.session_external_id,
         "at": event.occurred_at,
         **{f"e_{name}": documents.get(name, row[name]) for name in _VALUE_COLUMNS},
-        # The choices as the plain strings they are: psycopg finds a value's dumper by its
-        # type, and a cursor's first look at a choices type walks the enum's classes
-        # (two fifths of binding the statement's parameters).
-        "e_kind": str(row["kind"]),
-        "e_source": str(row["source"]),
         **{f"add_{name}": moves.deltas[name] for name in COUNTERS},
         "ends_compaction": moves.ends_compaction,
         "model": str(facts.get("model") or "")[:200],

@@ -182,8 +182,11 @@ def event_row(
         "team_id": team.pk,
         "session_id": session.pk if session else None,
         "event_id": event.event_id,
-        "kind": kind,
-        "source": event.source,
+        # The choices as the plain strings they stand for: psycopg finds a value's dumper
+        # by its type, and a cursor's first look at a choices type walks the enum's
+        # classes (two fifths of binding the quiet statement's parameters).
+        "kind": str(kind),
+        "source": str(event.source),
         "hook": event.hook[:100],
         "phase": event.phase,
         "occurred_at": event.occurred_at,
